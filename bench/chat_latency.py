@@ -1,0 +1,99 @@
+"""Latency of /v1/chat by stage on the demo corpus (the project's docs/), through the real stack.
+
+Starts Redis, the LLM server and the five services on free ports, ingests docs/, asks a fixed set
+of questions (first turns and follow-ups), prints p50/p95 per stage and writes JSON.
+
+    .venv/bin/python bench/chat_latency.py [--rounds 3] [--out bench-results/chat_latency.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from ragctl.cli import upload_files
+from ragctl.stack import SERVICES, free_port, start_stack
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+CONVERSATIONS = [
+    ["What does the reranker service do?", "How is it scaled in production?"],
+    ["Where are conversations stored?", "How long are they kept?"],
+    ["What happens when a downstream service is down?", "Which status code does it return on a timeout?"],
+    ["Which library provides BM25 in the embedded backend?", "Why was it chosen?"],
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "chat_latency.json")
+    args = parser.parse_args()
+
+    ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        stack, _ = start_stack(ports, Path(tmp), persist_redis=False)
+        startup_s = time.perf_counter() - t0
+        try:
+            gateway = f"http://127.0.0.1:{ports['gateway']}"
+            t0 = time.perf_counter()
+            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")))
+            ingest_s = time.perf_counter() - t0
+            samples: dict[str, list[float]] = {}
+            abstained = 0
+            turns = 0
+            with httpx.Client(base_url=gateway, timeout=300) as client:
+                for _ in range(args.rounds):
+                    for conversation in CONVERSATIONS:
+                        cid = None
+                        for message in conversation:
+                            response = client.post("/v1/chat", json={"conversation_id": cid, "message": message})
+                            response.raise_for_status()
+                            body = response.json()
+                            cid = body["conversation_id"]
+                            turns += 1
+                            abstained += body["abstained"]
+                            for stage, ms in body["timings_ms"].items():
+                                samples.setdefault(stage, []).append(ms)
+        finally:
+            stack.stop()
+
+    result = {
+        "turns": turns,
+        "abstained": abstained,
+        "stack_startup_s": round(startup_s, 2),
+        "demo_ingest": {"seconds": round(ingest_s, 2), "documents": summary["documents"], "chunks": summary["chunks"]},
+        "stages_ms": {
+            stage: {
+                "p50": round(statistics.median(values), 1),
+                "p95": round(percentile(values, 0.95), 1),
+                "mean": round(statistics.fmean(values), 1),
+            }
+            for stage, values in samples.items()
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"turns={turns} abstained={abstained} startup={startup_s:.1f}s ingest={ingest_s:.1f}s "
+          f"({summary['documents']} docs, {summary['chunks']} chunks)")
+    print(f"{'stage':<10} {'p50 ms':>9} {'p95 ms':>9}")
+    for stage, stats in result["stages_ms"].items():
+        print(f"{stage:<10} {stats['p50']:>9} {stats['p95']:>9}")
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

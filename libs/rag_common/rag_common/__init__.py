@@ -1,0 +1,1 @@
+"""Wire schemas, settings and HTTP helpers shared by the RAG services."""

@@ -1,0 +1,33 @@
+"""Settings shared by several services. Each field's description states its default."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    """Where a service listens. Subclasses set ``env_prefix`` (``GATEWAY_``, ``RETRIEVER_``...)."""
+
+    model_config = SettingsConfigDict(extra="ignore")
+
+    host: str = Field(default="127.0.0.1", description="Interface to bind. Default 127.0.0.1.")
+    port: int = Field(default=8000, description="TCP port. Defaults differ per service (see docs/ARCHITECTURE.md).")
+    log_level: str = Field(default="info", description="Python/uvicorn log level. Default info.")
+
+
+class LLMSettings(BaseSettings):
+    """The OpenAI-compatible chat endpoint used by the refiner and the generator (prefix ``LLM_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="LLM_", extra="ignore")
+
+    base_url: str = Field(
+        default="http://127.0.0.1:8080/v1",
+        description="OpenAI-compatible base URL. Default http://127.0.0.1:8080/v1 (the local llama.cpp server).",
+    )
+    model: str = Field(default="smollm2", description="Model name sent to the endpoint. Default smollm2.")
+    api_key: str = Field(default="not-needed", description="API key. Default 'not-needed' (local server).")
+    timeout_s: float = Field(default=60.0, description="Per-call timeout in seconds. Default 60.")
+    max_retries: int = Field(default=1, description="Retries on transport errors. Default 1.")
+    temperature: float = Field(default=0.0, description="Sampling temperature. Default 0.0 (reproducible).")
+    max_tokens: int = Field(default=512, description="Upper bound on generated tokens per call. Default 512.")

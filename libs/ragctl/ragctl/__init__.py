@@ -1,0 +1,1 @@
+"""Command line and local-stack tooling for the RAG service."""

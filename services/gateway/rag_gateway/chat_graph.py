@@ -1,0 +1,188 @@
+"""The chat request as a LangGraph state graph.
+
+load_history → refine → retrieve → rerank → generate → save_turn
+
+Each node calls one service over HTTP and records its own latency. A node that fails raises
+:class:`DownstreamError` naming its stage; the graph stops there, so ``save_turn`` (the only
+writer) never runs for a failed request and the conversation is left untouched.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from langgraph.graph import END, START, StateGraph
+from prometheus_client import Histogram
+
+from rag_common.http import DownstreamError, ServiceClient
+from rag_common.schemas import (
+    GenerateRequest,
+    GenerateResponse,
+    HistoryTurn,
+    Passage,
+    RefineRequest,
+    RefineResponse,
+    RerankRequest,
+    RerankResponse,
+    SearchMode,
+    SearchRequest,
+    SearchResponse,
+    Turn,
+)
+from rag_gateway.conversation_store import ConversationStore
+
+STAGE_SECONDS = Histogram(
+    "rag_gateway_stage_seconds",
+    "Latency of each stage of /v1/chat as seen by the gateway",
+    ["stage"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
+
+
+class ChatState(TypedDict, total=False):
+    conversation_id: str
+    message: str
+    top_k: int
+    history: list[Turn]
+    refined: RefineResponse
+    candidates: list[Passage]
+    passages: list[Passage]
+    rerank_stages: list[str]
+    generation: GenerateResponse
+    turn: Turn
+    timings_ms: Annotated[dict[str, float], operator.or_]
+
+
+@dataclass
+class ChatServices:
+    refiner: ServiceClient
+    retriever: ServiceClient
+    reranker: ServiceClient
+    generator: ServiceClient
+    store: ConversationStore
+
+
+@dataclass
+class ChatPolicy:
+    history_turns: int
+    retrieval_candidates: int
+    search_mode: SearchMode
+
+
+def _history_for_llm(history: list[Turn]) -> list[HistoryTurn]:
+    # The refined query is the standalone form of each past question: the best context to carry.
+    return [HistoryTurn(question=t.refined_query, answer=t.answer) for t in history]
+
+
+class _Timer:
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+
+    def __enter__(self) -> _Timer:
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._start
+        STAGE_SECONDS.labels(self.stage).observe(self.seconds)
+
+    @property
+    def ms(self) -> dict[str, float]:
+        return {self.stage: round(self.seconds * 1000, 2)}
+
+
+def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
+    """Compile the graph; ``await graph.ainvoke({"conversation_id", "message", "top_k"})``."""
+
+    async def load_history(state: ChatState) -> dict[str, Any]:
+        with _Timer("history") as timer:
+            try:
+                history = await services.store.turns(state["conversation_id"], last=policy.history_turns)
+            except Exception as exc:  # noqa: BLE001 - any Redis failure is the store being unavailable
+                raise DownstreamError("conversation_store", "unavailable", f"redis: {type(exc).__name__}: {exc}") from exc
+        return {"history": history, "timings_ms": timer.ms}
+
+    async def refine(state: ChatState) -> dict[str, Any]:
+        with _Timer("refine") as timer:
+            refined = await services.refiner.post(
+                "/v1/refine",
+                RefineRequest(message=state["message"], history=_history_for_llm(state["history"])),
+                RefineResponse,
+            )
+        return {"refined": refined, "timings_ms": timer.ms}
+
+    async def retrieve(state: ChatState) -> dict[str, Any]:
+        with _Timer("retrieve") as timer:
+            result = await services.retriever.post(
+                "/v1/search",
+                SearchRequest(
+                    query=state["refined"].query,
+                    top_k=max(policy.retrieval_candidates, state["top_k"]),
+                    mode=policy.search_mode,
+                ),
+                SearchResponse,
+            )
+        return {"candidates": result.passages, "timings_ms": timer.ms}
+
+    async def rerank(state: ChatState) -> dict[str, Any]:
+        with _Timer("rerank") as timer:
+            if state["candidates"]:
+                result = await services.reranker.post(
+                    "/v1/rerank",
+                    RerankRequest(query=state["refined"].query, passages=state["candidates"], top_k=state["top_k"]),
+                    RerankResponse,
+                )
+                passages, stages = result.passages, result.stages
+            else:
+                passages, stages = [], []
+        return {"passages": passages, "rerank_stages": stages, "timings_ms": timer.ms}
+
+    async def generate(state: ChatState) -> dict[str, Any]:
+        with _Timer("generate") as timer:
+            generation = await services.generator.post(
+                "/v1/generate",
+                GenerateRequest(
+                    query=state["refined"].query,
+                    passages=state["passages"],
+                    history=_history_for_llm(state["history"]),
+                ),
+                GenerateResponse,
+            )
+        return {"generation": generation, "timings_ms": timer.ms}
+
+    async def save_turn(state: ChatState) -> dict[str, Any]:
+        generation = state["generation"]
+        turn = Turn(
+            message=state["message"],
+            refined_query=state["refined"].query,
+            answer=generation.answer,
+            citations=generation.citations,
+            abstained=generation.abstained,
+            created_at=time.time(),
+        )
+        with _Timer("save") as timer:
+            try:
+                await services.store.append(state["conversation_id"], turn)
+            except Exception as exc:  # noqa: BLE001
+                raise DownstreamError("conversation_store", "unavailable", f"redis: {type(exc).__name__}: {exc}") from exc
+        return {"turn": turn, "timings_ms": timer.ms}
+
+    builder = StateGraph(ChatState)
+    steps = [
+        ("load_history", load_history),
+        ("refine", refine),
+        ("retrieve", retrieve),
+        ("rerank", rerank),
+        ("generate", generate),
+        ("save_turn", save_turn),
+    ]
+    previous = START
+    for name, node in steps:
+        builder.add_node(name, node)
+        builder.add_edge(previous, name)
+        previous = name
+    builder.add_edge(previous, END)
+    return builder.compile()

@@ -1,0 +1,37 @@
+"""Gateway settings (env prefix ``GATEWAY_``). Each description states the default."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from rag_common.schemas import SearchMode
+from rag_common.settings import ServiceSettings
+
+
+class GatewaySettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
+
+    port: int = Field(default=8000, description="TCP port of the public API. Default 8000.")
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Conversation store. Default redis://127.0.0.1:6379/0.")
+
+    refiner_url: str = Field(default="http://127.0.0.1:8001", description="Refiner base URL. Default http://127.0.0.1:8001.")
+    retriever_url: str = Field(default="http://127.0.0.1:8002", description="Retriever base URL. Default http://127.0.0.1:8002.")
+    reranker_url: str = Field(default="http://127.0.0.1:8003", description="Reranker base URL. Default http://127.0.0.1:8003.")
+    generator_url: str = Field(default="http://127.0.0.1:8004", description="Generator base URL. Default http://127.0.0.1:8004.")
+
+    refiner_timeout_s: float = Field(default=30.0, description="Timeout of a refiner call, seconds. Default 30.")
+    retriever_timeout_s: float = Field(default=15.0, description="Timeout of a search call, seconds. Default 15.")
+    ingest_timeout_s: float = Field(default=600.0, description="Timeout of a document ingestion call, seconds. Default 600.")
+    reranker_timeout_s: float = Field(default=30.0, description="Timeout of a rerank call, seconds. Default 30.")
+    generator_timeout_s: float = Field(default=120.0, description="Timeout of a generation call, seconds. Default 120.")
+    redis_timeout_s: float = Field(default=2.0, description="Timeout of a Redis command, seconds. Default 2.")
+
+    default_top_k: int = Field(default=5, description="Passages given to the generator when the request has no top_k. Default 5.")
+    retrieval_candidates: int = Field(default=20, description="Candidates fetched from the retriever for reranking. Default 20.")
+    search_mode: SearchMode = Field(default="hybrid", description="Retrieval mode: dense, bm25 or hybrid. Default hybrid.")
+
+    conversation_max_turns: int = Field(default=50, description="Turns kept per conversation (older ones dropped). Default 50.")
+    conversation_ttl_s: int = Field(default=7 * 24 * 3600, description="Conversation lifetime after its last turn, seconds. Default 604800 (7 days).")
+    history_turns: int = Field(default=3, description="Most recent turns sent to the refiner and generator. Default 3.")
+    max_upload_mb: float = Field(default=20.0, description="Largest accepted upload request, MiB. Default 20.")

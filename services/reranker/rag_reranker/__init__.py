@@ -1,0 +1,1 @@
+"""The reranker service."""

@@ -1,0 +1,452 @@
+"""The embedded backend: tantivy (BM25, stored chunks, filter terms) + hnswlib (dense ANN) on local disk.
+
+Tantivy is the source of truth: every chunk is stored there together with its vector and the integer
+label it has in the HNSW graph. The graph is a derived index saved next to it. On open the two are
+reconciled (labels missing from the graph are re-added from the stored vectors, labels tantivy no
+longer has are marked deleted), so a crash between the tantivy commit and the graph save loses
+nothing. Labels are never reused, which is what makes that reconciliation unambiguous.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import hnswlib
+import numpy as np
+import tantivy
+from tantivy import Occur, Query
+
+from rag_common.schemas import DocumentInfo
+from rag_retriever.backends.base import FILTER_FIELDS, Filters
+from rag_retriever.records import ChunkRecord, ScoredChunk
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+TANTIVY_DIR = "tantivy"
+HNSW_FILE = "vectors.hnsw"
+META_FILE = "meta.json"
+
+_KEYWORD_FIELDS = ("chunk_id", "doc_id", "source", "tenant", "content_type")
+_TEXT_FIELDS = ("text", "title")
+_INITIAL_CAPACITY = 1024
+_WRITER_HEAP_BYTES = 50_000_000
+# Tantivy's default cap on aggregation buckets; list_documents cannot list more documents than this.
+_MAX_LISTED_DOCUMENTS = 65_000
+
+
+class IndexMismatchError(RuntimeError):
+    """The index directory was built for other vectors (dimension or model) than configured."""
+
+
+def _build_schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    for name in _KEYWORD_FIELDS:
+        # "raw" keeps the whole value as one term: filters and deletes are exact matches.
+        builder.add_text_field(name, fast=(name == "doc_id"), tokenizer_name="raw", index_option="basic")
+    for name in _TEXT_FIELDS:
+        builder.add_text_field(name, tokenizer_name="en_stem")
+    builder.add_unsigned_field("label", indexed=True, fast=True)
+    builder.add_bytes_field("payload", stored=True)
+    builder.add_bytes_field("vector", stored=True)
+    return builder.build()
+
+
+def _query_analyzer() -> tantivy.TextAnalyzer:
+    # Same chain as tantivy's built-in "en_stem", so query terms equal the indexed terms.
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _write_atomically(path: Path, write: Any) -> None:
+    """``write(tmp_path)`` then rename over ``path``, so a reader never sees a half-written file."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+class EmbeddedBackend:
+    def __init__(
+        self,
+        index_dir: str | Path,
+        dim: int,
+        hnsw_m: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 100,
+        *,
+        model_id: str = "",
+    ) -> None:
+        if dim <= 0:
+            raise ValueError(f"dim must be positive, got {dim}")
+        self.index_dir = Path(index_dir)
+        self.dim = dim
+        self._hnsw_m = hnsw_m
+        self._ef_construction = ef_construction
+        self._ef_search = ef_search
+        self._lock = threading.RLock()
+        self._closed = False
+
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        meta = self._read_meta()
+        self._check_meta(meta, model_id)
+        self._model_id = model_id or meta.get("model_id", "")
+        self._next_label = int(meta.get("next_label", 0))
+
+        self._schema = _build_schema()
+        tantivy_dir = self.index_dir / TANTIVY_DIR
+        tantivy_dir.mkdir(exist_ok=True)
+        self._index = tantivy.Index(self._schema, path=str(tantivy_dir), reuse=True)
+        try:
+            self._writer = self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+        except ValueError as exc:
+            raise RuntimeError(f"index at {self.index_dir} is locked (in use by another process?): {exc}") from exc
+        self._analyzer = _query_analyzer()
+        self._hnsw = self._open_graph()
+        self._live = 0
+        self._reconcile()
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape != (len(chunks), self.dim):
+            raise ValueError(f"expected vectors of shape ({len(chunks)}, {self.dim}), got {vectors.shape}")
+        if not chunks:
+            return
+        if not np.isfinite(vectors).all():
+            raise ValueError("vectors contain NaN or infinity")
+        # The same chunk_id twice in one batch: the last one wins, as if upserted one after the other.
+        row_of = {chunk.chunk_id: row for row, chunk in enumerate(chunks)}
+        rows = sorted(row_of.values())
+        with self._lock:
+            self._ensure_open()
+            searcher = self._index.searcher()
+            replaced = self._labels_matching(searcher, Query.term_set_query(self._schema, "chunk_id", list(row_of)))
+            labels = list(range(self._next_label, self._next_label + len(rows)))
+            try:
+                for chunk_id in row_of:
+                    self._writer.delete_documents_by_term("chunk_id", chunk_id)
+                for label, row in zip(labels, rows, strict=True):
+                    self._writer.add_document(self._to_document(chunks[row], vectors[row], label))
+                self._writer.commit()
+            except Exception:
+                self._writer.rollback()
+                raise
+            self._next_label += len(rows)
+            self._index.reload()
+            self._update_graph(deleted=replaced, labels=labels, vectors=vectors[rows])
+
+    def delete_document(self, doc_id: str) -> int:
+        with self._lock:
+            self._ensure_open()
+            labels = self._labels_matching(self._index.searcher(), Query.term_query(self._schema, "doc_id", doc_id))
+            if not labels:
+                return 0
+            try:
+                self._writer.delete_documents_by_term("doc_id", doc_id)
+                self._writer.commit()
+            except Exception:
+                self._writer.rollback()
+                raise
+            self._index.reload()
+            self._update_graph(deleted=labels, labels=[], vectors=np.zeros((0, self.dim), dtype=np.float32))
+            return len(labels)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._writer.wait_merging_threads()
+            finally:
+                # Dropping the writer releases tantivy's directory lock, so the index can be reopened.
+                self._writer = None
+                self._hnsw = None
+
+    # ------------------------------------------------------------------ reads
+
+    def document_chunk_ids(self, doc_id: str) -> set[str]:
+        searcher = self._searcher()
+        return {record.chunk_id for record in self._records_matching(searcher, self._doc_query(doc_id))}
+
+    def document_fingerprint(self, doc_id: str) -> str | None:
+        searcher = self._searcher()
+        hits = searcher.search(self._doc_query(doc_id), limit=1).hits
+        return self._record(searcher, hits[0][1]).doc_fingerprint if hits else None
+
+    def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+        filter_query = self._filter_query(filters)
+        terms = list(dict.fromkeys(self._analyzer.analyze(query)))
+        if not terms or k <= 0:
+            return []
+        text_query = Query.boolean_query(
+            [(Occur.Should, Query.term_query(self._schema, field, term)) for term in terms for field in _TEXT_FIELDS]
+        )
+        if filter_query is not None:
+            # Constant score 0: the filter decides membership and leaves the BM25 score untouched.
+            text_query = Query.boolean_query(
+                [(Occur.Must, text_query), (Occur.Must, Query.const_score_query(filter_query, 0.0))]
+            )
+        searcher = self._searcher()
+        hits = searcher.search(text_query, limit=k).hits
+        return [ScoredChunk(self._record(searcher, address), float(score)) for score, address in hits]
+
+    def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise ValueError(f"query vector has dimension {query.shape[0]}, index has {self.dim}")
+        filter_query = self._filter_query(filters)
+        with self._lock:
+            self._ensure_open()
+            searcher = self._index.searcher()
+            allowed: set[int] | None = None
+            if filter_query is not None:
+                allowed = set(self._labels_matching(searcher, filter_query))
+            k = min(k, self._live if allowed is None else len(allowed))
+            if k <= 0:
+                return []
+            labels, distances = self._nearest(query, k, allowed)
+            records = self._records_by_label(searcher, labels)
+        # hnswlib's cosine distance is 1 - cos; (1 + cos) / 2 = 1 - distance / 2.
+        scores = np.clip(1.0 - np.asarray(distances, dtype=np.float64) / 2.0, 0.0, 1.0)
+        return [
+            ScoredChunk(records[label], float(score))
+            for label, score in zip(labels, scores, strict=True)
+            if label in records
+        ]
+
+    def list_documents(self) -> list[DocumentInfo]:
+        searcher = self._searcher()
+        if searcher.num_docs == 0:
+            return []
+        result = searcher.aggregate(
+            Query.all_query(), {"docs": {"terms": {"field": "doc_id", "size": _MAX_LISTED_DOCUMENTS}}}
+        )
+        documents = []
+        for bucket in result["docs"]["buckets"]:
+            hits = searcher.search(self._doc_query(bucket["key"]), limit=1).hits
+            if not hits:
+                continue
+            record = self._record(searcher, hits[0][1])
+            documents.append(
+                DocumentInfo(doc_id=record.doc_id, title=record.title, source=record.source, chunks=bucket["doc_count"])
+            )
+        return sorted(documents, key=lambda info: info.doc_id)
+
+    def count(self) -> int:
+        return self._searcher().num_docs
+
+    # ------------------------------------------------------------------ tantivy helpers
+
+    def _searcher(self) -> tantivy.Searcher:
+        self._ensure_open()
+        return self._index.searcher()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the index is closed")
+
+    def _doc_query(self, doc_id: str) -> tantivy.Query:
+        return Query.term_query(self._schema, "doc_id", doc_id)
+
+    def _filter_query(self, filters: Filters | None) -> tantivy.Query | None:
+        if not filters:
+            return None
+        clauses = []
+        for field, values in filters.items():
+            if field not in FILTER_FIELDS:
+                raise ValueError(f"unknown filter field {field!r}; allowed: {', '.join(FILTER_FIELDS)}")
+            values = [values] if isinstance(values, str) else list(values)
+            clauses.append((Occur.Must, Query.term_set_query(self._schema, field, values)))
+        return Query.boolean_query(clauses)
+
+    def _to_document(self, chunk: ChunkRecord, vector: np.ndarray, label: int) -> tantivy.Document:
+        document = tantivy.Document()
+        keywords = {
+            "chunk_id": chunk.chunk_id,
+            "doc_id": chunk.doc_id,
+            "source": chunk.source,
+            "tenant": chunk.tenant,
+            "content_type": chunk.content_type,
+        }
+        for field, value in keywords.items():
+            if value is not None:
+                document.add_text(field, value)
+        document.add_text("text", chunk.text)
+        document.add_text("title", chunk.title)
+        document.add_unsigned("label", label)
+        document.add_bytes("payload", json.dumps(chunk.to_payload(), ensure_ascii=False).encode("utf-8"))
+        document.add_bytes("vector", np.asarray(vector, dtype="<f4").tobytes())
+        return document
+
+    @staticmethod
+    def _record(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> ChunkRecord:
+        return ChunkRecord.from_payload(json.loads(searcher.doc(address).get_first("payload")))
+
+    def _all_hits(self, searcher: tantivy.Searcher, query: tantivy.Query) -> list[tantivy.DocAddress]:
+        return [address for _, address in searcher.search(query, limit=max(1, searcher.num_docs)).hits]
+
+    def _labels_matching(self, searcher: tantivy.Searcher, query: tantivy.Query) -> list[int]:
+        addresses = self._all_hits(searcher, query)
+        return [int(label) for label in searcher.fast_field_values("label", addresses)] if addresses else []
+
+    def _records_matching(self, searcher: tantivy.Searcher, query: tantivy.Query) -> list[ChunkRecord]:
+        return [self._record(searcher, address) for address in self._all_hits(searcher, query)]
+
+    def _records_by_label(self, searcher: tantivy.Searcher, labels: Iterable[int]) -> dict[int, ChunkRecord]:
+        addresses = self._all_hits(searcher, Query.term_set_query(self._schema, "label", [int(x) for x in labels]))
+        if not addresses:
+            return {}
+        found = searcher.fast_field_values("label", addresses)
+        return {int(label): self._record(searcher, address) for label, address in zip(found, addresses, strict=True)}
+
+    # ------------------------------------------------------------------ hnsw helpers
+
+    def _open_graph(self) -> hnswlib.Index:
+        path = self.index_dir / HNSW_FILE
+        graph = hnswlib.Index(space="cosine", dim=self.dim)
+        if path.exists():
+            try:
+                graph.load_index(str(path), max_elements=0, allow_replace_deleted=True)
+                graph.set_ef(self._ef_search)
+                return graph
+            except RuntimeError:
+                logger.warning("cannot read %s; rebuilding the vector graph from the stored vectors", path)
+                graph = hnswlib.Index(space="cosine", dim=self.dim)
+        graph.init_index(
+            max_elements=_INITIAL_CAPACITY,
+            ef_construction=self._ef_construction,
+            M=self._hnsw_m,
+            allow_replace_deleted=True,
+        )
+        graph.set_ef(self._ef_search)
+        return graph
+
+    def _reconcile(self) -> None:
+        searcher = self._index.searcher()
+        addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
+        labels = searcher.fast_field_values("label", addresses) if addresses else []
+        stored = {int(label): address for label, address in zip(labels, addresses, strict=True)}
+        in_graph = {int(label) for label in self._hnsw.get_ids_list()}
+        changed = not (self.index_dir / HNSW_FILE).exists()
+        for label in in_graph - stored.keys():
+            try:
+                self._hnsw.mark_deleted(label)
+                changed = True
+            except RuntimeError:
+                pass  # already deleted
+        missing = sorted(stored.keys() - in_graph)
+        if missing:
+            logger.warning("re-adding %d vectors missing from the graph in %s", len(missing), self.index_dir)
+            vectors = np.stack(
+                [np.frombuffer(searcher.doc(stored[label]).get_first("vector"), dtype="<f4") for label in missing]
+            )
+            self._live = len(stored) - len(missing)
+            self._add_to_graph(missing, vectors)
+            changed = True
+        self._live = len(stored)
+        self._next_label = max([self._next_label, *(label + 1 for label in stored), *(label + 1 for label in in_graph)])
+        if changed:
+            self._save_graph()
+
+    def _update_graph(self, deleted: list[int], labels: list[int], vectors: np.ndarray) -> None:
+        try:
+            for label in deleted:
+                self._hnsw.mark_deleted(label)
+                self._live -= 1
+            if labels:
+                self._add_to_graph(labels, vectors)
+            self._save_graph()
+        except Exception:
+            # Tantivy already committed; rebuild the graph's view from it rather than diverge.
+            logger.exception("vector graph update failed; reconciling with the stored chunks")
+            self._reconcile()
+            raise
+
+    def _add_to_graph(self, labels: list[int], vectors: np.ndarray) -> None:
+        # With replace_deleted, deleted slots are reused first, so only live + new must fit.
+        needed = self._live + len(labels)
+        capacity = self._hnsw.get_max_elements()
+        if needed > capacity:
+            self._hnsw.resize_index(max(needed, capacity * 2))
+        self._hnsw.add_items(vectors, labels, num_threads=1, replace_deleted=True)
+        self._live += len(labels)
+
+    def _nearest(self, query: np.ndarray, k: int, allowed: set[int] | None) -> tuple[list[int], list[float]]:
+        self._hnsw.set_ef(max(self._ef_search, k))
+        try:
+            labels, distances = self._hnsw.knn_query(
+                query, k=k, num_threads=1, filter=allowed.__contains__ if allowed is not None else None
+            )
+            return [int(x) for x in labels[0]], [float(x) for x in distances[0]]
+        except RuntimeError:
+            # The graph walk reached fewer than k allowed points (a very selective filter):
+            # an exact scan over the allowed vectors is both correct and cheap in that case.
+            return self._exact_nearest(query, k, allowed)
+
+    def _exact_nearest(self, query: np.ndarray, k: int, allowed: set[int] | None) -> tuple[list[int], list[float]]:
+        if allowed is None:
+            allowed = set(self._labels_matching(self._index.searcher(), Query.all_query()))
+        labels = sorted(allowed)
+        vectors = np.asarray(self._hnsw.get_items(labels, return_type="numpy"), dtype=np.float32)
+        unit_query = query / max(float(np.linalg.norm(query)), 1e-12)
+        distances = 1.0 - vectors @ unit_query
+        order = np.argsort(distances, kind="stable")[:k]
+        return [labels[i] for i in order], [float(distances[i]) for i in order]
+
+    def _save_graph(self) -> None:
+        _write_atomically(self.index_dir / HNSW_FILE, lambda tmp: self._hnsw.save_index(str(tmp)))
+        self._write_meta()
+
+    # ------------------------------------------------------------------ metadata file
+
+    def _read_meta(self) -> dict[str, Any]:
+        path = self.index_dir / META_FILE
+        if not path.exists():
+            return {}
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def _check_meta(self, meta: dict[str, Any], model_id: str) -> None:
+        if not meta:
+            return
+        if meta.get("format") != FORMAT_VERSION:
+            raise IndexMismatchError(
+                f"index at {self.index_dir} has format {meta.get('format')}, this code reads format {FORMAT_VERSION}"
+            )
+        if meta.get("dim") != self.dim:
+            raise IndexMismatchError(
+                f"index at {self.index_dir} holds {meta.get('dim')}-dimensional vectors (model "
+                f"{meta.get('model_id')!r}) but the embedder makes {self.dim}-dimensional ones; "
+                "use another index_dir or re-ingest"
+            )
+        if model_id and meta.get("model_id") and meta["model_id"] != model_id:
+            raise IndexMismatchError(
+                f"index at {self.index_dir} was built with model {meta['model_id']!r}, not {model_id!r}; "
+                "vectors of different models are not comparable: use another index_dir or re-ingest"
+            )
+
+    def _write_meta(self) -> None:
+        meta = {
+            "format": FORMAT_VERSION,
+            "dim": self.dim,
+            "space": "cosine",
+            "model_id": self._model_id,
+            "next_label": self._next_label,
+        }
+        _write_atomically(
+            self.index_dir / META_FILE, lambda tmp: tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        )

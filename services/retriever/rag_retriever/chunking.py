@@ -1,0 +1,231 @@
+"""Sentence-aware chunking, measured in the embedder's own tokens.
+
+Sentences are packed into chunks of at most ``chunk_tokens`` tokens; consecutive chunks share whole
+trailing sentences worth at most ``chunk_overlap_tokens``. A sentence longer than the budget is cut
+on token boundaries (preferring word boundaries), so the model never truncates a chunk silently.
+Markdown keeps its heading structure: each chunk carries the path of headings above it and no chunk
+spans two sections. A chunk's text is a slice of the original, so lists and code keep their layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from rag_retriever.records import ChunkRecord, SourceDocument
+
+#: Tokens the model adds around every input ([CLS] and [SEP] for BERT-style encoders).
+SPECIAL_TOKENS = 2
+
+# A unit boundary: whitespace after sentence-final punctuation (possibly followed by a closing quote
+# or bracket, which stays with its sentence), or any line break.
+_BOUNDARY = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"'”’)\]])\s+|\s*\n\s*")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+class Tokenizer(Protocol):
+    #: Longest input the model accepts, special tokens included.
+    max_tokens: int
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text``, without special tokens."""
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character span of each token of ``text``, without special tokens."""
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    path: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    start: int
+    end: int
+    tokens: int
+
+
+def chunk_id(doc_id: str, chunk_index: int, text: str) -> str:
+    return f"{doc_id}:{chunk_index}:{hashlib.sha1(text.encode('utf-8')).hexdigest()[:12]}"
+
+
+def markdown_sections(text: str) -> list[Section]:
+    """Split markdown at ATX headings (``#`` .. ``######``), ignoring ``#`` lines inside code fences."""
+    sections: list[Section] = []
+    headings: list[tuple[int, str]] = []
+    body: list[str] = []
+    fence: str | None = None
+
+    def flush() -> None:
+        joined = "\n".join(body).strip()
+        if joined:
+            sections.append(Section(tuple(title for _, title in headings if title), joined))
+        body.clear()
+
+    for line in text.splitlines():
+        fence_match = _FENCE.match(line)
+        if fence is not None:
+            body.append(line)
+            marker = fence_match.group(1) if fence_match else ""
+            if marker[:1] == fence[:1] and len(marker) >= len(fence):
+                fence = None
+            continue
+        if fence_match:
+            fence = fence_match.group(1)
+            body.append(line)
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            level = len(heading.group(1))
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            headings.append((level, heading.group(2).strip()))
+            continue
+        body.append(line)
+    flush()
+    return sections
+
+
+class Chunker:
+    def __init__(self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40) -> None:
+        limit = tokenizer.max_tokens - SPECIAL_TOKENS
+        if not 0 < chunk_tokens <= limit:
+            raise ValueError(
+                f"chunk_tokens must be between 1 and {limit} (the model's max_seq_length "
+                f"{tokenizer.max_tokens} minus {SPECIAL_TOKENS} special tokens), got {chunk_tokens}"
+            )
+        if not 0 <= chunk_overlap_tokens < chunk_tokens:
+            raise ValueError(
+                f"chunk_overlap_tokens must be >= 0 and below chunk_tokens ({chunk_tokens}), got {chunk_overlap_tokens}"
+            )
+        self._tokenizer = tokenizer
+        self.chunk_tokens = chunk_tokens
+        self.chunk_overlap_tokens = chunk_overlap_tokens
+
+    def chunk_document(self, document: SourceDocument) -> list[ChunkRecord]:
+        sections = markdown_sections(document.text) if document.is_markdown else [Section((), document.text)]
+        fingerprint = document.fingerprint()
+        records: list[ChunkRecord] = []
+        for section in sections:
+            for text in self.split_text(section.text):
+                index = len(records)
+                records.append(
+                    ChunkRecord(
+                        chunk_id=chunk_id(document.doc_id, index, text),
+                        doc_id=document.doc_id,
+                        text=text,
+                        chunk_index=index,
+                        title=document.title,
+                        source=document.source,
+                        section_path=list(section.path),
+                        metadata=dict(document.metadata),
+                        doc_fingerprint=fingerprint,
+                    )
+                )
+        return records
+
+    def split_text(self, text: str) -> list[str]:
+        units: list[_Unit] = []
+        for start, end in _unit_spans(text):
+            tokens = self._tokenizer.count(text[start:end])
+            if tokens <= self.chunk_tokens:
+                units.append(_Unit(start, end, tokens))
+            else:
+                units.extend(self._split_long(text, start, end))
+        chunks: list[str] = []
+        for group in self._pack(units):
+            chunks.extend(self._verified(text, group))
+        return chunks
+
+    def _pack(self, units: list[_Unit]) -> list[list[_Unit]]:
+        groups: list[list[_Unit]] = []
+        current: list[_Unit] = []
+        used = 0
+        for unit in units:
+            if current and used + unit.tokens > self.chunk_tokens:
+                groups.append(current)
+                current = self._overlap(current, unit.tokens)
+                used = sum(u.tokens for u in current)
+            current.append(unit)
+            used += unit.tokens
+        if current:
+            groups.append(current)
+        return groups
+
+    def _overlap(self, previous: list[_Unit], next_tokens: int) -> list[_Unit]:
+        carried: list[_Unit] = []
+        used = 0
+        for unit in reversed(previous):
+            if used + unit.tokens > self.chunk_overlap_tokens or used + unit.tokens + next_tokens > self.chunk_tokens:
+                break
+            carried.insert(0, unit)
+            used += unit.tokens
+        return carried
+
+    def _verified(self, text: str, group: list[_Unit]) -> list[str]:
+        # Packing adds per-sentence counts; a tokenizer that is not additive across the joining
+        # whitespace could exceed the budget, so the real count of the chunk decides.
+        chunk = text[group[0].start : group[-1].end]
+        if len(group) == 1 or self._tokenizer.count(chunk) <= self.chunk_tokens:
+            return [chunk]
+        middle = len(group) // 2
+        return self._verified(text, group[:middle]) + self._verified(text, group[middle:])
+
+    def _split_long(self, text: str, start: int, end: int) -> list[_Unit]:
+        segment = text[start:end]
+        offsets = self._tokenizer.offsets(segment)
+        units: list[_Unit] = []
+        i = 0
+        while i < len(offsets):
+            take = min(self.chunk_tokens, len(offsets) - i)
+            while True:
+                cut = _word_cut(segment, offsets, i, take)
+                piece_start, piece_end = offsets[i][0], offsets[cut - 1][1]
+                tokens = self._tokenizer.count(segment[piece_start:piece_end])
+                if tokens <= self.chunk_tokens or cut - i == 1:
+                    break
+                take = max(1, (cut - i) - (tokens - self.chunk_tokens))
+            units.append(_Unit(start + piece_start, start + piece_end, tokens))
+            i = cut
+        return units
+
+
+def _unit_spans(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for match in _BOUNDARY.finditer(text):
+        spans.append((position, match.start()))
+        position = match.end()
+    spans.append((position, len(text)))
+    stripped = []
+    for start, end in spans:
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            stripped.append((start, end))
+    return stripped
+
+
+def _word_cut(segment: str, offsets: list[tuple[int, int]], first: int, take: int) -> int:
+    """Index after the last token to take: ``first + take``, moved back to whitespace if the window has
+    some, else to a punctuation boundary, else left inside one very long word."""
+    end = first + take
+    if end >= len(offsets):
+        return len(offsets)
+    cuts = range(end, first, -1)
+    for cut in cuts:
+        if offsets[cut - 1][1] < offsets[cut][0]:
+            return cut
+    for cut in cuts:
+        previous_end, next_start = offsets[cut - 1][1], offsets[cut][0]
+        if not (segment[previous_end - 1].isalnum() and segment[next_start].isalnum()):
+            return cut
+    return end

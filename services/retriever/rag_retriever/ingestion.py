@@ -1,0 +1,154 @@
+"""Documents in, chunks and vectors out to the backend: every write to the index goes through here."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag_common.embedders import Embedder
+from rag_common.schemas import DocumentIn, IngestFailure, IngestResponse
+from rag_retriever.backends.base import SearchBackend
+from rag_retriever.chunking import Chunker
+from rag_retriever.locking import ReadWriteLock
+from rag_retriever.parsing import PLAIN_TEXT
+from rag_retriever.records import ChunkRecord, SourceDocument
+
+logger = logging.getLogger(__name__)
+
+EMBED_BATCH_SIZE = 64
+#: Metadata keys that are indexed as exact-match filter fields, so they must be strings.
+KEYWORD_METADATA = ("tenant", "content_type")
+
+
+class InvalidDocument(ValueError):
+    """The document cannot be indexed as given; the message says why."""
+
+
+def default_doc_id(source: str, text: str) -> str:
+    return hashlib.sha1((source + text).encode("utf-8")).hexdigest()[:16]
+
+
+def to_source_document(document: DocumentIn) -> SourceDocument:
+    if document.id is not None and not document.id.strip():
+        raise InvalidDocument("id is blank")
+    metadata = dict(document.metadata)
+    for key in KEYWORD_METADATA:
+        if key in metadata and not isinstance(metadata[key], str):
+            raise InvalidDocument(f"metadata.{key} must be a string, got {type(metadata[key]).__name__}")
+    # Stored explicitly so that a content_type filter also finds documents that did not state one.
+    metadata.setdefault("content_type", PLAIN_TEXT)
+    return SourceDocument(
+        doc_id=document.id if document.id is not None else default_doc_id(document.source, document.text),
+        text=document.text,
+        title=document.title,
+        source=document.source,
+        metadata=metadata,
+    )
+
+
+@dataclass(slots=True)
+class _Plan:
+    changed: list[tuple[SourceDocument, list[ChunkRecord]]]
+    unchanged: list[str]
+    failed: list[IngestFailure]
+
+
+class Ingestor:
+    def __init__(
+        self,
+        backend: SearchBackend,
+        embedder: Embedder,
+        chunker: Chunker,
+        lock: ReadWriteLock,
+        *,
+        batch_size: int = EMBED_BATCH_SIZE,
+    ) -> None:
+        self._backend = backend
+        self._embedder = embedder
+        self._chunker = chunker
+        self._lock = lock
+        self._batch_size = batch_size
+
+    async def ingest(self, documents: list[DocumentIn], failures: Iterable[IngestFailure] = ()) -> IngestResponse:
+        """Index ``documents``; ``failures`` (e.g. unreadable uploads) are reported alongside."""
+        failed = list(failures)
+        accepted: list[SourceDocument] = []
+        seen: set[str] = set()
+        for position, document in enumerate(documents):
+            name = document.id or f"documents[{position}]"
+            try:
+                source = to_source_document(document)
+            except InvalidDocument as exc:
+                failed.append(IngestFailure(name=name, reason=str(exc)))
+                continue
+            if source.doc_id in seen:
+                failed.append(IngestFailure(name=source.doc_id, reason="duplicate document id in this request"))
+                continue
+            seen.add(source.doc_id)
+            accepted.append(source)
+
+        plan = await asyncio.to_thread(self._plan, accepted)
+        failed.extend(plan.failed)
+        chunks = [chunk for _, document_chunks in plan.changed for chunk in document_chunks]
+        vectors = await self._embed([chunk.text for chunk in chunks])
+        if plan.changed:
+            doc_ids = [document.doc_id for document, _ in plan.changed]
+            async with self._lock.write():
+                await asyncio.to_thread(self._replace, doc_ids, chunks, vectors)
+
+        written = {document.doc_id for document, _ in plan.changed}
+        kept = written | set(plan.unchanged)
+        logger.info(
+            "ingested %d documents (%d chunks), %d unchanged, %d failed",
+            len(written), len(chunks), len(plan.unchanged), len(failed),
+        )
+        return IngestResponse(
+            documents=len(written),
+            chunks=len(chunks),
+            skipped=len(plan.unchanged),
+            failed=failed,
+            doc_ids=[document.doc_id for document in accepted if document.doc_id in kept],
+        )
+
+    async def delete(self, doc_id: str) -> int:
+        async with self._lock.write():
+            return await asyncio.to_thread(self._backend.delete_document, doc_id)
+
+    def _plan(self, documents: list[SourceDocument]) -> _Plan:
+        plan = _Plan(changed=[], unchanged=[], failed=[])
+        for document in documents:
+            chunks = self._chunker.chunk_document(document)
+            if not chunks:
+                plan.failed.append(IngestFailure(name=document.doc_id, reason="no indexable text (only headings?)"))
+            elif self._is_unchanged(document.doc_id, chunks):
+                plan.unchanged.append(document.doc_id)
+            else:
+                plan.changed.append((document, chunks))
+        return plan
+
+    def _is_unchanged(self, doc_id: str, chunks: list[ChunkRecord]) -> bool:
+        # Chunk ids hash the text, the fingerprint the title, source and metadata.
+        return (
+            {chunk.chunk_id for chunk in chunks} == self._backend.document_chunk_ids(doc_id)
+            and self._backend.document_fingerprint(doc_id) == chunks[0].doc_fingerprint
+        )
+
+    async def _embed(self, texts: list[str]) -> np.ndarray:
+        batches = []
+        for start in range(0, len(texts), self._batch_size):
+            # One thread hop per batch keeps the event loop (and readiness probes) responsive.
+            batch = texts[start : start + self._batch_size]
+            batches.append(await asyncio.to_thread(self._embedder.encode_documents, batch))
+        if not batches:
+            return np.zeros((0, self._embedder.dim), dtype=np.float32)
+        return np.concatenate(batches).astype(np.float32, copy=False)
+
+    def _replace(self, doc_ids: list[str], chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        for doc_id in doc_ids:
+            self._backend.delete_document(doc_id)
+        self._backend.upsert(chunks, vectors)

@@ -1,0 +1,105 @@
+"""What the index stores per chunk, and what a search returns."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_common.schemas import Passage
+
+
+@dataclass(slots=True)
+class ChunkRecord:
+    """One indexed chunk of a document.
+
+    ``metadata`` is the document's metadata; its ``tenant`` and ``content_type`` keys (strings, when
+    present) are also indexed as exact-match filter fields. ``doc_fingerprint`` identifies the
+    document-level fields (title, source, metadata) so a metadata-only change is not mistaken for
+    an unchanged document.
+    """
+
+    chunk_id: str
+    doc_id: str
+    text: str
+    chunk_index: int
+    title: str = ""
+    source: str = ""
+    page: int | None = None
+    section_path: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    doc_fingerprint: str = ""
+
+    @property
+    def tenant(self) -> str | None:
+        value = self.metadata.get("tenant")
+        return value if isinstance(value, str) else None
+
+    @property
+    def content_type(self) -> str | None:
+        value = self.metadata.get("content_type")
+        return value if isinstance(value, str) else None
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "text": self.text,
+            "chunk_index": self.chunk_index,
+            "title": self.title,
+            "source": self.source,
+            "page": self.page,
+            "section_path": list(self.section_path),
+            "metadata": self.metadata,
+            "doc_fingerprint": self.doc_fingerprint,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> ChunkRecord:
+        return cls(**payload)
+
+
+@dataclass(slots=True)
+class ScoredChunk:
+    chunk: ChunkRecord
+    score: float
+
+    def to_passage(self) -> Passage:
+        chunk = self.chunk
+        return Passage(
+            chunk_id=chunk.chunk_id,
+            doc_id=chunk.doc_id,
+            text=chunk.text,
+            title=chunk.title,
+            source=chunk.source,
+            page=chunk.page,
+            section_path=list(chunk.section_path),
+            score=self.score,
+            metadata=dict(chunk.metadata),
+        )
+
+
+@dataclass(slots=True)
+class SourceDocument:
+    """A document ready for chunking: its id is resolved and its metadata validated."""
+
+    doc_id: str
+    text: str
+    title: str = ""
+    source: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def content_type(self) -> str:
+        value = self.metadata.get("content_type")
+        return value if isinstance(value, str) and value else "text/plain"
+
+    @property
+    def is_markdown(self) -> bool:
+        return self.content_type == "text/markdown"
+
+    def fingerprint(self) -> str:
+        """Hash of the document-level fields; the text is covered by the chunk ids."""
+        fields = {"title": self.title, "source": self.source, "metadata": self.metadata}
+        return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -1,0 +1,61 @@
+"""Retriever settings (env prefix ``RETRIEVER_``). Each description states the default."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from rag_common.settings import ServiceSettings
+
+
+class RetrieverSettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="RETRIEVER_", extra="ignore")
+
+    port: int = Field(default=8002, description="TCP port of the retriever. Default 8002.")
+    index_dir: str = Field(
+        default="var/index", description="Directory of the embedded index (tantivy + hnswlib). Default var/index."
+    )
+    embedding_model: str = Field(
+        default="all-MiniLM-L6-v2",
+        description="Bi-encoder: a packaged model name, a local directory or a cached HF id. Default all-MiniLM-L6-v2.",
+    )
+    device: str | None = Field(
+        default=None, description="Torch device of the embedder (cpu, cuda, mps). Default None (auto)."
+    )
+    chunk_tokens: int = Field(
+        default=200, gt=0, description="Largest chunk, in embedder tokens (at most max_seq_length - 2). Default 200."
+    )
+    chunk_overlap_tokens: int = Field(
+        default=40, ge=0, description="Whole trailing sentences of up to this many tokens repeated in the next chunk. Default 40."
+    )
+    max_upload_mb: float = Field(default=20.0, gt=0, description="Largest accepted uploaded file, MiB. Default 20.")
+    default_top_k: int = Field(
+        default=10, ge=1, le=200, description="Passages returned when a search request gives no top_k. Default 10."
+    )
+    hybrid_fusion: Literal["min_max", "rrf"] = Field(
+        default="min_max", description="How hybrid search fuses dense and BM25 hits: min_max or rrf. Default min_max."
+    )
+    hybrid_dense_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Weight of the dense list in min_max fusion (BM25 gets 1 - it). Default 0.5."
+    )
+    hnsw_m: int = Field(default=16, ge=2, description="HNSW graph degree M (fixed when the index is created). Default 16.")
+    hnsw_ef_construction: int = Field(
+        default=200, ge=1, description="HNSW ef_construction (fixed when the index is created). Default 200."
+    )
+    hnsw_ef_search: int = Field(
+        default=100, ge=1, description="HNSW ef at query time (raised to k when k is larger). Default 100."
+    )
+
+    @model_validator(mode="after")
+    def overlap_below_chunk(self) -> RetrieverSettings:
+        if self.chunk_overlap_tokens >= self.chunk_tokens:
+            raise ValueError(
+                f"chunk_overlap_tokens ({self.chunk_overlap_tokens}) must be below chunk_tokens ({self.chunk_tokens})"
+            )
+        return self
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * 1024 * 1024)

@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_gateway.app import create_app
+from rag_gateway.settings import GatewaySettings
+
+from .fake_services import build_fake_services, serve_in_thread
+
+
+@pytest.fixture(scope="module")
+def fake_services() -> Iterator[tuple[str, list]]:
+    calls: list[tuple[str, dict]] = []
+    with serve_in_thread(build_fake_services(calls)) as url:
+        yield url, calls
+
+
+def _settings(redis_url: str, url: str, **overrides) -> GatewaySettings:
+    fields = dict(
+        redis_url=redis_url, refiner_url=url, retriever_url=url, reranker_url=url, generator_url=url,
+        retrieval_candidates=8, default_top_k=3,
+    )
+    fields.update(overrides)
+    return GatewaySettings(**fields)
+
+
+@pytest.fixture
+def client(redis_url: str, fake_services) -> Iterator[TestClient]:
+    url, calls = fake_services
+    calls.clear()
+    with TestClient(create_app(_settings(redis_url, url))) as test_client:
+        yield test_client
+
+
+def test_two_turns_flow_through_every_stage_and_are_stored(client: TestClient, fake_services) -> None:
+    _, calls = fake_services
+    first = client.post("/v1/chat", json={"message": "What is Acme?"})
+    assert first.status_code == 200, first.text
+    body = first.json()
+    cid = body["conversation_id"]
+    assert body["refined_query"] == "What is Acme?"
+    assert set(body["timings_ms"]) >= {"history", "refine", "retrieve", "rerank", "generate", "save", "total"}
+    assert [name for name, _ in calls] == ["refine", "search", "rerank", "generate"]
+    assert calls[1][1]["top_k"] == 8  # candidates for the reranker, not the final top_k
+    assert len(calls[2][1]["passages"]) == 8 and calls[2][1]["top_k"] == 3
+    assert len(calls[3][1]["passages"]) == 3
+
+    calls.clear()
+    second = client.post("/v1/chat", json={"conversation_id": cid, "message": "When was it founded?", "top_k": 2})
+    assert second.status_code == 200, second.text
+    refine_body = calls[0][1]
+    assert refine_body["history"] == [{"question": "What is Acme?", "answer": body["answer"]}]
+    assert second.json()["refined_query"] == "When was it founded? (What is Acme?)"
+    assert len(calls[3][1]["passages"]) == 2
+
+    stored = client.get(f"/v1/conversations/{cid}").json()
+    assert [t["message"] for t in stored["turns"]] == ["What is Acme?", "When was it founded?"]
+    assert stored["turns"][1]["citations"][0]["chunk_id"] == second.json()["citations"][0]["chunk_id"]
+
+    assert client.delete(f"/v1/conversations/{cid}").status_code == 204
+    assert client.get(f"/v1/conversations/{cid}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "payload, fragment",
+    [
+        ({"message": ""}, "message"),
+        ({"message": "   "}, "blank"),
+        ({"message": "x" * 8001}, "message"),
+        ({"message": "hi", "top_k": 0}, "top_k"),
+        ({"message": "hi", "unexpected": 1}, "unexpected"),
+        ({}, "message"),
+    ],
+)
+def test_bad_chat_input_is_a_clear_422(client: TestClient, payload: dict, fragment: str) -> None:
+    response = client.post("/v1/chat", json=payload)
+    assert response.status_code == 422
+    assert fragment in response.json()["error"]
+
+
+def test_malformed_json_is_422(client: TestClient) -> None:
+    response = client.post("/v1/chat", content=b"{not json", headers={"content-type": "application/json"})
+    assert response.status_code == 422
+    assert "invalid request" in response.json()["error"]
+
+
+def test_unknown_conversation_is_404(client: TestClient) -> None:
+    response = client.post("/v1/chat", json={"conversation_id": "nope", "message": "hello"})
+    assert response.status_code == 404
+    assert "nope" in response.json()["error"]
+    assert client.get("/v1/conversations/nope").status_code == 404
+    assert client.delete("/v1/conversations/nope").status_code == 404
+
+
+def test_generator_down_is_503_naming_it_and_nothing_is_written(redis_url, fake_services, closed_port) -> None:
+    url, _ = fake_services
+    settings = _settings(redis_url, url, generator_url=f"http://127.0.0.1:{closed_port}")
+    with TestClient(create_app(settings)) as client:
+        response = client.post("/v1/chat", json={"message": "What is Acme?"})
+        assert response.status_code == 503
+        assert response.json()["stage"] == "generator"
+        assert "generator unavailable" in response.json()["error"]
+        ready = client.get("/readyz")
+        assert ready.status_code == 503 and ready.json()["checks"]["generator"] != "ok"
+
+
+def test_hung_reranker_is_504_within_its_timeout_and_history_is_unchanged(
+    redis_url, fake_services, black_hole_port
+) -> None:
+    url, _ = fake_services
+    with TestClient(create_app(_settings(redis_url, url))) as healthy:
+        cid = healthy.post("/v1/chat", json={"message": "What is Acme?"}).json()["conversation_id"]
+    settings = _settings(redis_url, url, reranker_url=f"http://127.0.0.1:{black_hole_port}", reranker_timeout_s=1.0)
+    with TestClient(create_app(settings)) as client:
+        started = time.monotonic()
+        response = client.post("/v1/chat", json={"conversation_id": cid, "message": "When was it founded?"})
+        elapsed = time.monotonic() - started
+        assert response.status_code == 504
+        assert response.json()["stage"] == "reranker"
+        assert elapsed < 5
+        assert len(client.get(f"/v1/conversations/{cid}").json()["turns"]) == 1
+
+
+def test_redis_down_is_503_conversation_store(fake_services, closed_port) -> None:
+    url, _ = fake_services
+    settings = _settings(f"redis://127.0.0.1:{closed_port}/0", url)
+    with TestClient(create_app(settings)) as client:
+        response = client.post("/v1/chat", json={"message": "What is Acme?"})
+        assert response.status_code == 503
+        assert response.json()["stage"] == "conversation_store"
+        assert client.get("/readyz").json()["checks"]["redis"] != "ok"
+
+
+def test_documents_endpoint_rejects_unknown_content_type(client: TestClient) -> None:
+    response = client.post("/v1/documents", content=b"hello", headers={"content-type": "text/plain"})
+    assert response.status_code == 415
+    bad = client.post("/v1/documents", json={"documents": []})
+    assert bad.status_code == 422
+
+
+def test_metrics_exposes_stage_latency(client: TestClient) -> None:
+    client.post("/v1/chat", json={"message": "What is Acme?"})
+    metrics = client.get("/metrics").text
+    assert 'rag_gateway_stage_seconds_count{stage="generate"}' in metrics
+    assert "http_requests_total" in metrics or "http_request_duration" in metrics

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import asyncio
+import time
+
+from redis.asyncio import Redis
+
+from rag_common.schemas import Turn
+from rag_gateway.conversation_store import ConversationStore
+
+
+def _turn(i: int) -> Turn:
+    return Turn(message=f"q{i}", refined_query=f"q{i}", answer=f"a{i}", created_at=time.time())
+
+
+async def test_append_keeps_order_bound_and_ttl(redis_client: Redis) -> None:
+    store = ConversationStore(redis_client, max_turns=3, ttl_s=100)
+    cid = store.new_id()
+    assert not await store.exists(cid)
+    for i in range(5):
+        await store.append(cid, _turn(i))
+    turns = await store.turns(cid)
+    assert [t.message for t in turns] == ["q2", "q3", "q4"]
+    assert [t.message for t in await store.turns(cid, last=2)] == ["q3", "q4"]
+    assert 90 < await store.ttl(cid) <= 100
+
+
+async def test_concurrent_appends_are_atomic(redis_client: Redis) -> None:
+    store = ConversationStore(redis_client, max_turns=10, ttl_s=100)
+    cid = store.new_id()
+    await asyncio.gather(*(store.append(cid, _turn(i)) for i in range(60)))
+    turns = await store.turns(cid)
+    assert len(turns) == 10
+    assert len({t.message for t in turns}) == 10
+
+
+async def test_delete(redis_client: Redis) -> None:
+    store = ConversationStore(redis_client, max_turns=10, ttl_s=100)
+    cid = store.new_id()
+    await store.append(cid, _turn(0))
+    assert await store.delete(cid)
+    assert not await store.delete(cid)
+    assert await store.turns(cid) == []

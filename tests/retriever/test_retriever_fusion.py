@@ -1,0 +1,62 @@
+"""Hybrid fusion on hand-made lists, where the expected numbers can be worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_retriever.fusion import RRF_K, candidates_per_list, fuse, min_max_fusion, rrf_fusion
+from rag_retriever.records import ChunkRecord, ScoredChunk
+
+
+def hits(*pairs: tuple[str, float]) -> list[ScoredChunk]:
+    return [ScoredChunk(ChunkRecord(chunk_id=cid, doc_id=cid, text=cid, chunk_index=0), score) for cid, score in pairs]
+
+
+def scores(fused: list[ScoredChunk]) -> dict[str, float]:
+    return {hit.chunk.chunk_id: hit.score for hit in fused}
+
+
+def test_min_max_normalises_each_list_and_counts_missing_entries_as_zero():
+    dense = hits(("a", 0.9), ("b", 0.7), ("c", 0.5))
+    bm25 = hits(("c", 12.0), ("d", 4.0), ("a", 2.0))
+    fused = min_max_fusion(dense, bm25, top_k=10, dense_weight=0.5)
+    assert scores(fused) == pytest.approx({"a": 0.5, "b": 0.25, "c": 0.5, "d": 0.1})
+    assert [hit.chunk.chunk_id for hit in fused] == ["a", "c", "b", "d"]  # ties by chunk id
+    assert all(0.0 <= hit.score <= 1.0 for hit in fused)
+
+
+def test_min_max_weight_moves_the_balance():
+    dense = hits(("a", 0.9), ("b", 0.1))
+    bm25 = hits(("b", 9.0), ("a", 1.0))
+    assert min_max_fusion(dense, bm25, 1, dense_weight=0.8)[0].chunk.chunk_id == "a"
+    assert min_max_fusion(dense, bm25, 1, dense_weight=0.2)[0].chunk.chunk_id == "b"
+    with pytest.raises(ValueError):
+        min_max_fusion(dense, bm25, 1, dense_weight=1.5)
+
+
+def test_min_max_with_equal_scores_or_one_empty_list():
+    fused = min_max_fusion(hits(("a", 0.8), ("b", 0.8)), [], top_k=5)
+    assert scores(fused) == {"a": 0.5, "b": 0.5}
+    assert min_max_fusion([], [], top_k=5) == []
+
+
+def test_rrf_sums_reciprocal_ranks():
+    dense = hits(("a", 0.9), ("b", 0.8))
+    bm25 = hits(("b", 3.0), ("c", 2.0))
+    fused = rrf_fusion(dense, bm25, top_k=2)
+    assert [hit.chunk.chunk_id for hit in fused] == ["b", "a"]
+    assert fused[0].score == pytest.approx(1 / (RRF_K + 2) + 1 / (RRF_K + 1))
+    assert fused[1].score == pytest.approx(1 / (RRF_K + 1))
+
+
+def test_fuse_dispatches_and_rejects_unknown_modes():
+    dense, bm25 = hits(("a", 0.9)), hits(("b", 1.0))
+    assert len(fuse("rrf", dense, bm25, 5)) == 2
+    assert len(fuse("min_max", dense, bm25, 1)) == 1
+    with pytest.raises(ValueError, match="unknown fusion mode"):
+        fuse("max", dense, bm25, 5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("top_k", "expected"), [(1, 50), (12, 50), (13, 52), (50, 200)])
+def test_candidates_per_list(top_k, expected):
+    assert candidates_per_list(top_k) == expected

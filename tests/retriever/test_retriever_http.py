@@ -1,0 +1,112 @@
+"""The HTTP API end to end in-process: real lifespan, real model, real index in a temp directory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rag_common.schemas import DocumentIn
+from rag_retriever.app import create_app
+from rag_retriever.settings import RetrieverSettings
+
+UPLOAD_LIMIT_MB = 0.01  # 10 KiB, so the size check is cheap to exercise
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory, embedder, corpus_documents: list[DocumentIn]) -> Iterator[TestClient]:
+    settings = RetrieverSettings(
+        index_dir=str(tmp_path_factory.mktemp("http") / "index"), max_upload_mb=UPLOAD_LIMIT_MB
+    )
+    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+        yield test_client
+
+
+def test_ready_after_startup(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.json()["checks"] == {"embedder": "ok", "index": "ok"}
+
+
+def test_ingest_json_then_search(client, corpus_documents):
+    payload = {"documents": [document.model_dump(mode="json") for document in corpus_documents]}
+    response = client.post("/v1/documents", json=payload)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["documents"], body["chunks"], body["skipped"], body["failed"]) == (12, 12, 0, [])
+
+    again = client.post("/v1/documents", json=payload).json()
+    assert (again["documents"], again["skipped"]) == (0, 12)
+
+    response = client.post("/v1/search", json={"query": "mountain spewing molten rock", "top_k": 3})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["mode"] == "hybrid"
+    assert body["passages"][0]["doc_id"] == "volcanoes"
+    assert len(body["passages"]) == 3
+    assert set(body["timings_ms"]) == {"embed", "search", "fuse", "total"}
+
+
+def test_upload_ingests_good_files_and_reports_bad_ones(client):
+    files = [
+        ("files", ("kites.md", b"# Kites\n\n## Flying\n\nKites need steady wind and a long line.", "text/markdown")),
+        ("files", ("scan.pdf", b"%PDF-1.7 binary", "application/pdf")),
+        ("files", ("empty.txt", b"", "text/plain")),
+        ("files", ("huge.txt", b"word " * 3000, "text/plain")),
+        ("files", ("faq.jsonl", b'{"id": "faq-1", "text": "Reset the router."}\n', "application/json")),
+    ]
+    response = client.post("/v1/documents/upload", files=files)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["documents"], body["doc_ids"]) == (2, ["kites.md", "faq-1"])
+    reasons = {failure["name"]: failure["reason"] for failure in body["failed"]}
+    assert set(reasons) == {"scan.pdf", "empty.txt", "huge.txt"}
+    assert "unsupported file type '.pdf'" in reasons["scan.pdf"]
+    assert "larger than the upload limit" in reasons["huge.txt"]
+
+    hit = client.post("/v1/search", json={"query": "steady wind", "mode": "bm25", "top_k": 1}).json()["passages"][0]
+    assert (hit["doc_id"], hit["title"], hit["section_path"]) == ("kites.md", "Kites", ["Kites", "Flying"])
+
+
+def test_upload_without_files_is_422(client):
+    response = client.post("/v1/documents/upload", data={"other": "x"})
+    assert response.status_code == 422
+    assert "files" in response.json()["error"]
+
+
+def test_list_and_delete_documents(client):
+    listed = client.get("/v1/documents").json()["documents"]
+    assert {"doc_id": "jazz", "title": "Jazz improvisation", "source": "jazz.txt", "chunks": 1} in listed
+
+    response = client.delete("/v1/documents/jazz")
+    assert response.status_code == 200
+    assert response.json() == {"doc_id": "jazz", "deleted_chunks": 1}
+    assert all(document["doc_id"] != "jazz" for document in client.get("/v1/documents").json()["documents"])
+
+    response = client.delete("/v1/documents/jazz")
+    assert response.status_code == 404
+    assert response.json()["error"] == "no document with id 'jazz'"
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "message"),
+    [
+        ({"query": ""}, 422, "query"),
+        ({"query": "x", "mode": "fuzzy"}, 422, "mode"),
+        ({"query": "x", "top_k": 0}, 422, "top_k"),
+        ({"query": "x", "filters": {"author": "me"}}, 400, "allowed: doc_id, source, tenant, content_type"),
+    ],
+)
+def test_bad_search_requests_are_4xx_with_a_message(client, payload, status, message):
+    response = client.post("/v1/search", json=payload)
+    assert response.status_code == status
+    assert message in response.json()["error"]
+
+
+def test_bad_ingest_request_is_422_and_writes_nothing(client):
+    before = client.get("/v1/documents").json()
+    response = client.post("/v1/documents", json={"documents": [{"id": "ok", "text": "fine"}, {"text": " "}]})
+    assert response.status_code == 422
+    assert "document text is empty" in response.json()["error"]
+    assert client.get("/v1/documents").json() == before

@@ -1,0 +1,122 @@
+"""SearchService over the fixed corpus: each mode finds the expected document, scores as documented."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from rag_common.schemas import DocumentIn, SearchRequest
+from rag_common.service import ServiceError
+from rag_retriever.backends.embedded import EmbeddedBackend
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import Ingestor
+from rag_retriever.locking import ReadWriteLock
+from rag_retriever.search_service import SearchService
+
+
+@pytest.fixture(scope="module")
+async def indexed(
+    tmp_path_factory, embedder, tokenizer, corpus_documents: list[DocumentIn]
+) -> AsyncIterator[tuple[EmbeddedBackend, ReadWriteLock]]:
+    backend = EmbeddedBackend(tmp_path_factory.mktemp("search") / "index", dim=embedder.dim, model_id=embedder.model_id)
+    lock = ReadWriteLock()
+    result = await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(corpus_documents)
+    assert result.documents == len(corpus_documents)
+    yield backend, lock
+    backend.close()
+
+
+def service(indexed, embedder, fusion: str = "min_max", **kwargs) -> SearchService:
+    backend, lock = indexed
+    return SearchService(backend, embedder, lock, fusion=fusion, **kwargs)
+
+
+#: Paraphrases sharing no useful word with their document: BM25 misses them, dense finds them.
+PARAPHRASES = [
+    ("fermented loaf with a tangy taste", "sourdough"),
+    ("mountain spewing molten rock", "volcanoes"),
+    ("endurance sport preparation", "marathon"),
+]
+
+CASES = [
+    # Keyword queries: BM25 is at home here.
+    ("bm25", "sourdough starter hydration", "sourdough"),
+    ("bm25", "SYN-ACK handshake", "tcp"),
+    ("bm25", "Sicilian Defence", "chess"),
+    *(("dense", query, expected) for query, expected in PARAPHRASES),
+    ("dense", "How do plants make their food from sunlight?", "photosynthesis"),
+    # Hybrid: a mix of both.
+    ("hybrid", "GIL threads bytecode", "python-gil"),
+    ("hybrid", "what happens when a massive star collapses", "black-holes"),
+    ("hybrid", "matcha whisk ritual", "tea-ceremony"),
+    ("hybrid", "long run before the race", "marathon"),
+]
+
+
+CASES_WITH_FUSION = [
+    (mode, query, expected, fusion)
+    for mode, query, expected in CASES
+    for fusion in (("min_max", "rrf") if mode == "hybrid" else ("min_max",))
+]
+
+
+@pytest.mark.parametrize(("mode", "query", "expected", "fusion"), CASES_WITH_FUSION)
+async def test_each_mode_ranks_the_expected_document_first(indexed, embedder, mode, query, expected, fusion):
+    response = await service(indexed, embedder, fusion).search(SearchRequest(query=query, mode=mode, top_k=3))
+    assert response.mode == mode
+    assert response.passages[0].doc_id == expected, [p.doc_id for p in response.passages]
+
+
+@pytest.mark.parametrize(("query", "expected"), PARAPHRASES)
+async def test_bm25_misses_the_paraphrases_dense_finds(indexed, embedder, query, expected):
+    response = await service(indexed, embedder).search(SearchRequest(query=query, mode="bm25", top_k=1))
+    assert [p.doc_id for p in response.passages] != [expected]
+
+
+async def test_scores_are_the_modes_scores(indexed, embedder):
+    search = service(indexed, embedder)
+    for mode in ("dense", "hybrid"):
+        response = await search.search(SearchRequest(query="volcanic eruption", mode=mode, top_k=12))
+        scores = [p.score for p in response.passages]
+        assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    hybrid = await search.search(SearchRequest(query="volcanic eruption", mode="hybrid", top_k=12))
+    assert hybrid.passages[0].score == pytest.approx(1.0)  # best in both lists
+    bm25 = await search.search(SearchRequest(query="volcanic eruption", mode="bm25", top_k=12))
+    assert bm25.passages[0].score > 1.0  # raw BM25, not normalised
+    rrf = await service(indexed, embedder, "rrf").search(SearchRequest(query="volcanic eruption", top_k=12))
+    assert rrf.passages[0].score == pytest.approx(2 / 61)
+
+
+async def test_passages_carry_the_chunk_fields(indexed, embedder):
+    response = await service(indexed, embedder).search(SearchRequest(query="waggle dance", mode="bm25", top_k=1))
+    [passage] = response.passages
+    assert passage.doc_id == "honeybees" and passage.title == "Honeybees" and passage.source == "honeybees.txt"
+    assert passage.chunk_id.startswith("honeybees:0:")
+    assert passage.metadata == {"tenant": "globex", "content_type": "text/plain"}
+
+
+async def test_only_dense_and_hybrid_embed_the_query(indexed, embedder):
+    search = service(indexed, embedder)
+    bm25 = await search.search(SearchRequest(query="lava", mode="bm25"))
+    hybrid = await search.search(SearchRequest(query="lava", mode="hybrid"))
+    assert set(bm25.timings_ms) == {"search", "total"}
+    assert set(hybrid.timings_ms) == {"embed", "search", "fuse", "total"}
+
+
+async def test_filters_and_default_top_k(indexed, embedder):
+    search = service(indexed, embedder, default_top_k=4)
+    response = await search.search(SearchRequest(query="energy", filters={"tenant": "acme"}))
+    assert len(response.passages) == 4
+    assert {p.metadata["tenant"] for p in response.passages} == {"acme"}
+    response = await search.search(SearchRequest(query="energy", top_k=2, filters={"doc_id": ["jazz", "chess"]}))
+    assert sorted(p.doc_id for p in response.passages) == ["chess", "jazz"]
+
+
+async def test_unknown_filter_field_is_a_400_naming_the_allowed_fields(indexed, embedder):
+    with pytest.raises(ServiceError) as error:
+        await service(indexed, embedder).search(SearchRequest(query="lava", filters={"author": "x"}))
+    assert error.value.status_code == 400
+    assert "author" in error.value.error and "doc_id, source, tenant, content_type" in error.value.error
+    with pytest.raises(ServiceError, match="empty list"):
+        await service(indexed, embedder).search(SearchRequest(query="lava", filters={"tenant": []}))
