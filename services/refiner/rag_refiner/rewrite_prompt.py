@@ -16,6 +16,8 @@ from rag_common.schemas import HistoryTurn
 
 #: Upper bound the response schema puts on the rewrite; the guard's own limit may be larger.
 QUERY_SCHEMA_MAX_CHARS = 300
+#: Enough tokens for a 300-character query plus the JSON around it, so the object always closes.
+REWRITE_MAX_TOKENS = 160
 
 REWRITE_SCHEMA = {
     "name": "standalone_query",

@@ -1,0 +1,47 @@
+"""Generator settings (env prefix ``GENERATOR_``). Each description states the default.
+
+The chat endpoint itself is configured by the shared ``LLM_*`` settings (``LLMSettings``).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from rag_common.settings import ServiceSettings
+from rag_generator.llm_response import HARD_MAX_ANSWER_CHARS, HARD_MAX_CITATIONS
+
+
+class GeneratorSettings(ServiceSettings):
+    model_config = SettingsConfigDict(env_prefix="GENERATOR_", extra="ignore")
+
+    port: int = Field(default=8004, description="TCP port of the generator. Default 8004.")
+    max_passages: int = Field(default=6, ge=1, description="Passages shown to the model as numbered sources. Default 6.")
+    max_passage_chars: int = Field(
+        default=1200, ge=1, description="Each source's text is cut to this many characters. Default 1200."
+    )
+    answer_max_chars: int = Field(
+        default=1000, ge=1, le=HARD_MAX_ANSWER_CHARS, description="maxLength of the answer in the response schema. Default 1000."
+    )
+    max_citations: int = Field(
+        default=4, ge=1, le=HARD_MAX_CITATIONS, description="maxItems of the citations in the response schema. Default 4."
+    )
+    max_tokens: int = Field(default=400, ge=1, description="Upper bound on generated tokens per answer. Default 400.")
+    history_turns: int = Field(
+        default=2, ge=0, description="Most recent conversation turns shown to the model (0 = none). Default 2."
+    )
+    history_answer_chars: int = Field(
+        default=200, ge=0, description="Each past answer is cut to this many characters in the prompt. Default 200."
+    )
+    frequency_penalty: float = Field(
+        default=0.3,
+        ge=-2.0,
+        le=2.0,
+        description="OpenAI frequency_penalty; damps the repetition loops small models fall into when decoding greedily. Default 0.3.",
+    )
+    llm_timeout_s: float = Field(
+        default=90.0,
+        gt=0,
+        description="Overall budget of one answer call, seconds; past it the request fails with 503. "
+        "Below the gateway's 120 s so the caller sees the generator's reason. Default 90.",
+    )

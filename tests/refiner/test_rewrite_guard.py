@@ -1,0 +1,72 @@
+"""The guard on crafted rewrites: pure function, no model."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_common.schemas import HistoryTurn
+from rag_refiner.rewrite_guard import check_rewrite, content_words, needs_context
+
+ACME = [
+    HistoryTurn(
+        question="Tell me about the Acme Robotics company history",
+        answer="Acme Robotics started in a garage in Ohio and grew into a major manufacturer.",
+    )
+]
+FOLLOW_UP = "What year was it founded?"
+
+
+def test_accepts_a_rewrite_that_swaps_the_pronoun_for_the_subject() -> None:
+    verdict = check_rewrite("What year was Acme Robotics founded?", FOLLOW_UP, ACME)
+    assert verdict.accepted, verdict.detail
+    assert verdict.failed_check == ""
+
+
+def test_accepts_a_standalone_message_returned_unchanged() -> None:
+    message = "How do I request parental leave from my manager at Acme Robotics?"
+    assert check_rewrite(message, message, ACME).accepted
+
+
+def test_rejects_an_invented_constraint() -> None:
+    verdict = check_rewrite("What year was Acme Robotics founded in Germany?", FOLLOW_UP, ACME)
+    assert not verdict.accepted
+    assert verdict.failed_check == "invented_words"
+    assert "germany" in verdict.detail
+
+
+def test_rejects_a_rewrite_that_drops_the_users_words() -> None:
+    verdict = check_rewrite("Tell me about the Acme Robotics company history", FOLLOW_UP, ACME)
+    assert not verdict.accepted
+    assert verdict.failed_check == "dropped_user_words"
+
+
+def test_context_dependent_message_must_gain_context_from_history() -> None:
+    verdict = check_rewrite("What year was it founded?", FOLLOW_UP, ACME)
+    assert not verdict.accepted
+    assert verdict.failed_check == "no_added_context"
+
+
+def test_short_message_counts_as_context_dependent() -> None:
+    assert needs_context("What about Django 4.2?")
+    history = [HistoryTurn(question="Which Python versions does Django 5.0 support?", answer="3.10 to 3.12.")]
+    assert check_rewrite("Which Python versions does Django 4.2 support?", "What about Django 4.2?", history).accepted
+    assert check_rewrite("What about Django 4.2?", "What about Django 4.2?", history).failed_check == "no_added_context"
+
+
+def test_existential_there_is_not_a_reference() -> None:
+    assert not needs_context("Are there other municipalities on the verge of collapse in Alabama?")
+    assert needs_context("How long does the train ride there take from Oslo?")
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "check"),
+    [("", "empty"), ("   ", "empty"), ("What year was Acme Robotics founded? " * 20, "too_long")],
+)
+def test_rejects_empty_and_overlong_rewrites(rewrite: str, check: str) -> None:
+    verdict = check_rewrite(rewrite, FOLLOW_UP, ACME, max_query_chars=400)
+    assert (verdict.accepted, verdict.failed_check) == (False, check)
+
+
+def test_word_forms_and_possessives_compare_equal() -> None:
+    assert content_words("Acme's printers founded") == content_words("acme printer founding")
+    assert content_words("sports programing") == content_words("sport programming")
