@@ -6,7 +6,10 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from redis import Redis
+
 from rag_gateway.app import create_app
+from rag_gateway.conversation_store import KEY_PREFIX
 from rag_gateway.settings import GatewaySettings
 
 from .fake_services import build_fake_services, serve_in_thread
@@ -99,8 +102,11 @@ def test_unknown_conversation_is_404(client: TestClient) -> None:
 def test_generator_down_is_503_naming_it_and_nothing_is_written(redis_url, fake_services, closed_port) -> None:
     url, _ = fake_services
     settings = _settings(redis_url, url, generator_url=f"http://127.0.0.1:{closed_port}")
+    redis = Redis.from_url(redis_url)
+    keys_before = set(redis.scan_iter(f"{KEY_PREFIX}*"))
     with TestClient(create_app(settings)) as client:
         response = client.post("/v1/chat", json={"message": "What is Acme?"})
+        assert set(redis.scan_iter(f"{KEY_PREFIX}*")) == keys_before
         assert response.status_code == 503
         assert response.json()["stage"] == "generator"
         assert "generator unavailable" in response.json()["error"]

@@ -60,16 +60,11 @@ class ServiceClient:
         **kwargs: Any,
     ) -> ModelT:
         payload = json.model_dump(mode="json") if json is not None else None
-        try:
-            response = await self._client.request(method, path, json=payload, **kwargs)
-        except httpx.TimeoutException as exc:
-            raise DownstreamError(self.stage, "timeout", f"no answer from {self.base_url}{path} in time") from exc
-        except httpx.TransportError as exc:
-            raise DownstreamError(
-                self.stage, "unavailable", f"cannot reach {self.base_url}{path}: {type(exc).__name__}"
-            ) from exc
+        response = await self.raw(method, path, json=payload, **kwargs)
         if 400 <= response.status_code < 500:
             raise DownstreamError(self.stage, "rejected", _error_text(response), response.status_code)
+        if response.status_code == 504:
+            raise DownstreamError(self.stage, "timeout", f"HTTP 504: {_error_text(response)}", response.status_code)
         if response.status_code >= 500:
             raise DownstreamError(
                 self.stage, "unavailable", f"HTTP {response.status_code}: {_error_text(response)}", response.status_code

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import operator
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 from prometheus_client import Histogram
+from redis.exceptions import RedisError
 
 from rag_common.http import DownstreamError, ServiceClient
 from rag_common.schemas import (
@@ -94,15 +97,22 @@ class _Timer:
         return {self.stage: round(self.seconds * 1000, 2)}
 
 
+@contextmanager
+def _store_stage() -> Iterator[None]:
+    """Any Redis failure inside a node is the conversation store being unavailable."""
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise DownstreamError("conversation_store", "unavailable", f"redis: {type(exc).__name__}: {exc}") from exc
+
+
 def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
     """Compile the graph; ``await graph.ainvoke({"conversation_id", "message", "top_k"})``."""
 
     async def load_history(state: ChatState) -> dict[str, Any]:
         with _Timer("history") as timer:
-            try:
+            with _store_stage():
                 history = await services.store.turns(state["conversation_id"], last=policy.history_turns)
-            except Exception as exc:  # noqa: BLE001 - any Redis failure is the store being unavailable
-                raise DownstreamError("conversation_store", "unavailable", f"redis: {type(exc).__name__}: {exc}") from exc
         return {"history": history, "timings_ms": timer.ms}
 
     async def refine(state: ChatState) -> dict[str, Any]:
@@ -164,10 +174,8 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             created_at=time.time(),
         )
         with _Timer("save") as timer:
-            try:
+            with _store_stage():
                 await services.store.append(state["conversation_id"], turn)
-            except Exception as exc:  # noqa: BLE001
-                raise DownstreamError("conversation_store", "unavailable", f"redis: {type(exc).__name__}: {exc}") from exc
         return {"turn": turn, "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)

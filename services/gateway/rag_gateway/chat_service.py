@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -26,6 +28,18 @@ def downstream_to_service_error(exc: DownstreamError) -> ServiceError:
         # A downstream 4xx on input the gateway already validated is a contract problem, not the user's.
         return ServiceError(503, f"{exc.stage} rejected the request: {exc.message}", stage=exc.stage)
     return ServiceError(503, f"{exc.stage} unavailable: {exc.message}", stage=exc.stage)
+
+
+def _store_unavailable(exc: Exception) -> ServiceError:
+    return ServiceError(503, f"conversation_store unavailable: {exc}", stage="conversation_store")
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    try:
+        yield
+    except (RedisError, OSError) as exc:
+        raise _store_unavailable(exc) from exc
 
 
 class ChatService:
@@ -54,7 +68,7 @@ class ChatService:
         except DownstreamError as exc:
             raise downstream_to_service_error(exc) from exc
         except (RedisError, OSError) as exc:
-            raise ServiceError(503, f"conversation_store unavailable: {exc}", stage="conversation_store") from exc
+            raise _store_unavailable(exc) from exc
         timings = dict(state["timings_ms"])
         timings["total"] = round((time.perf_counter() - started) * 1000, 2)
         generation = state["generation"]
@@ -68,18 +82,14 @@ class ChatService:
         )
 
     async def conversation(self, conversation_id: str) -> ConversationOut:
-        try:
+        with _store_errors():
             turns = await self._store.turns(conversation_id)
-        except (RedisError, OSError) as exc:
-            raise ServiceError(503, f"conversation_store unavailable: {exc}", stage="conversation_store") from exc
         if not turns:
             raise ConversationNotFound(conversation_id)
         return ConversationOut(conversation_id=conversation_id, turns=turns)
 
     async def delete_conversation(self, conversation_id: str) -> None:
-        try:
+        with _store_errors():
             deleted = await self._store.delete(conversation_id)
-        except (RedisError, OSError) as exc:
-            raise ServiceError(503, f"conversation_store unavailable: {exc}", stage="conversation_store") from exc
         if not deleted:
             raise ConversationNotFound(conversation_id)

@@ -26,7 +26,7 @@ HISTORY_QUESTION_CHARS = 400
 
 
 class AnswerGenerator:
-    """One structured-output call per request; bad model output abstains, a dead model is a 503."""
+    """One structured-output call per request; bad model output abstains, a dead model is a 503, a slow one a 504."""
 
     def __init__(
         self,
@@ -66,8 +66,8 @@ class AnswerGenerator:
             # The model answered but its reply was cut off: an output problem, not an outage.
             logger.info("abstaining: model reply unusable (%s)", type(exc).__name__)
             return abstention("invalid_output")
-        except TimeoutError as exc:
-            raise ServiceError(503, f"llm unavailable: no answer within {self._llm_timeout_s:g}s") from exc
+        except (TimeoutError, openai.APITimeoutError) as exc:
+            raise ServiceError(504, f"llm timed out: no answer within {self._llm_timeout_s:g}s") from exc
         except openai.APIStatusError as exc:
             raise ServiceError(503, f"llm unavailable: HTTP {exc.status_code}: {exc.message}"[:300]) from exc
         except openai.APIError as exc:

@@ -42,6 +42,6 @@ class GeneratorSettings(ServiceSettings):
     llm_timeout_s: float = Field(
         default=90.0,
         gt=0,
-        description="Overall budget of one answer call, seconds; past it the request fails with 503. "
+        description="Overall budget of one answer call, seconds; past it the request fails with 504. "
         "Below the gateway's 120 s so the caller sees the generator's reason. Default 90.",
     )
