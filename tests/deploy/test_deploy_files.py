@@ -43,12 +43,7 @@ HEAVY_PACKAGES = {"torch", "sentence-transformers", "transformers"}
 
 #: Variables compose sets ahead of the code that reads them. Each is allowed to be missing from its
 #: settings class; once the field exists the entry must go (the test says so).
-PENDING_SETTINGS = {
-    # The OpenSearch backend of the retriever arrives with a later issue; until then the retriever
-    # ignores these and runs its embedded engine.
-    "RETRIEVER_BACKEND",
-    "RETRIEVER_OPENSEARCH_URL",
-}
+PENDING_SETTINGS: set[str] = set()
 
 #: Only these may publish ports on the host when no profile is enabled, and only this container port.
 PUBLISHED_BY_DEFAULT = {"gateway": 8000, "opensearch-dashboards": 5601}

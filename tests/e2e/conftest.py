@@ -8,6 +8,18 @@ import pytest
 from ragctl.stack import SERVICES, Stack, free_port, start_services
 
 
+#: The tiny local LLM on two shared cores can take minutes when other work competes for them; the
+#: suite checks behaviour, not speed, so the stages get generous budgets here.
+SLOW_MACHINE_TIMEOUTS = {
+    "GENERATOR_LLM_TIMEOUT_S": "300",
+    "GATEWAY_GENERATOR_TIMEOUT_S": "330",
+    "REFINER_LLM_TIMEOUT_S": "120",
+    "GATEWAY_REFINER_TIMEOUT_S": "150",
+    "GATEWAY_RERANKER_TIMEOUT_S": "120",
+    "GATEWAY_RETRIEVER_TIMEOUT_S": "60",
+}
+
+
 @dataclass
 class RunningStack:
     urls: dict[str, str]
@@ -25,7 +37,7 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str, llm_
     ports = {name: free_port() for name in SERVICES}
     stack = Stack()
     try:
-        start_services(ports, data_dir, redis_url, llm_base_url, stack)
+        start_services(ports, data_dir, redis_url, llm_base_url, stack, extra_env=SLOW_MACHINE_TIMEOUTS)
     except BaseException:
         stack.stop()
         raise

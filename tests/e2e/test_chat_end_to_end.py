@@ -63,7 +63,7 @@ def _chunk_ids_of(retriever: str, doc_id: str) -> set[str]:
 
 def test_question_and_follow_up_through_the_real_stack(running_stack) -> None:
     gateway = running_stack.gateway
-    with httpx.Client(base_url=gateway, timeout=180) as client:
+    with httpx.Client(base_url=gateway, timeout=600) as client:
         ingested = client.post("/v1/documents", json={"documents": DOCUMENTS})
         assert ingested.status_code == 200, ingested.text
         assert ingested.json()["documents"] == len(DOCUMENTS) and not ingested.json()["failed"]
@@ -107,11 +107,13 @@ def test_question_and_follow_up_through_the_real_stack(running_stack) -> None:
 def test_follow_up_retrieval_finds_the_document_of_the_first_turn(running_stack) -> None:
     """Retrieval on the refined follow-up ranks the Zorblax document first (it names no entity itself)."""
     gateway = running_stack.gateway
-    with httpx.Client(base_url=gateway, timeout=180) as client:
+    with httpx.Client(base_url=gateway, timeout=600) as client:
         client.post("/v1/documents", json={"documents": DOCUMENTS}).raise_for_status()
-        cid = client.post("/v1/chat", json={"message": "Who founded Zorblax Aerospace?"}).json()["conversation_id"]
+        first = client.post("/v1/chat", json={"message": "Who founded Zorblax Aerospace?"})
+        assert first.status_code == 200, first.text
+        cid = first.json()["conversation_id"]
         follow = client.post("/v1/chat", json={"conversation_id": cid, "message": "What is its best-known rocket?"})
-        assert follow.status_code == 200
+        assert follow.status_code == 200, follow.text
         refined = follow.json()["refined_query"]
     hits = httpx.post(
         f"{running_stack.urls['retriever']}/v1/search", json={"query": refined, "top_k": 3}, timeout=30
@@ -129,7 +131,7 @@ def test_every_service_reports_health_readiness_and_metrics(running_stack) -> No
 
 
 def test_reingesting_unchanged_documents_changes_nothing(running_stack) -> None:
-    with httpx.Client(base_url=running_stack.gateway, timeout=180) as client:
+    with httpx.Client(base_url=running_stack.gateway, timeout=600) as client:
         client.post("/v1/documents", json={"documents": DOCUMENTS}).raise_for_status()
         again = client.post("/v1/documents", json={"documents": DOCUMENTS}).json()
         assert again["skipped"] == len(DOCUMENTS)

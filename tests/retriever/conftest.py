@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +10,7 @@ import pytest
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.schemas import DocumentIn
-from rag_retriever.backends.embedded import EmbeddedBackend
+from rag_retriever.backends.embedded import EmbeddedBackend, EmbeddedIndex
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor, to_source_document
 from rag_retriever.locking import ReadWriteLock
@@ -96,26 +96,34 @@ def corpus() -> list[tuple[str, str, str, str]]:
 
 
 @pytest.fixture(scope="session")
-def open_backend() -> Callable[[Path], EmbeddedBackend]:
-    """Opens an index directory the way the service does for the test embedder."""
+def open_index() -> Callable[[Path], EmbeddedIndex]:
+    """Opens an index directory (the synchronous engine) the way the service does for the test embedder."""
 
-    def open_index(path: Path) -> EmbeddedBackend:
-        return EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
+    def open_at(path: Path) -> EmbeddedIndex:
+        return EmbeddedIndex(path, dim=384, model_id="all-MiniLM-L6-v2")
 
-    return open_index
-
-
-@pytest.fixture
-def backend(tmp_path: Path, open_backend: Callable[[Path], EmbeddedBackend]) -> Iterator[EmbeddedBackend]:
-    index = open_backend(tmp_path / "index")
-    yield index
-    index.close()
+    return open_at
 
 
 @pytest.fixture
-def loaded_backend(backend: EmbeddedBackend, corpus_chunks: tuple[list[ChunkRecord], np.ndarray]) -> EmbeddedBackend:
-    backend.upsert(*corpus_chunks)
-    return backend
+def index(tmp_path: Path, open_index: Callable[[Path], EmbeddedIndex]) -> Iterator[EmbeddedIndex]:
+    engine = open_index(tmp_path / "index")
+    yield engine
+    engine.close()
+
+
+@pytest.fixture
+def loaded_index(index: EmbeddedIndex, corpus_chunks: tuple[list[ChunkRecord], np.ndarray]) -> EmbeddedIndex:
+    index.upsert(*corpus_chunks)
+    return index
+
+
+@pytest.fixture
+async def backend(tmp_path: Path) -> AsyncIterator[EmbeddedBackend]:
+    """The async ``SearchBackend`` the service uses, over a fresh directory."""
+    opened = EmbeddedBackend(tmp_path / "backend", dim=384, model_id="all-MiniLM-L6-v2")
+    yield opened
+    await opened.close()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The embedded backend on disk: real tantivy, real hnswlib, real MiniLM vectors."""
+"""The embedded index (the engine under EmbeddedBackend) on disk: real tantivy, real hnswlib, real MiniLM vectors."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedBackend, IndexMismatchError
+from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedIndex, IndexMismatchError
 from rag_retriever.records import ChunkRecord
 
 CORPUS_SIZE = 12
@@ -23,88 +23,88 @@ def doc_ids(hits) -> list[str]:
     return [hit.chunk.doc_id for hit in hits]
 
 
-def test_upsert_same_chunk_twice_keeps_one_copy(loaded_backend, corpus_chunks, embedder):
+def test_upsert_same_chunk_twice_keeps_one_copy(loaded_index, corpus_chunks, embedder):
     chunks, vectors = corpus_chunks
-    loaded_backend.upsert(chunks[:3], vectors[:3])
-    loaded_backend.upsert(chunks[:1], vectors[:1])
+    loaded_index.upsert(chunks[:3], vectors[:3])
+    loaded_index.upsert(chunks[:1], vectors[:1])
 
-    assert loaded_backend.count() == CORPUS_SIZE
-    bm25 = loaded_backend.search_bm25("chlorophyll chloroplasts", k=10)
+    assert loaded_index.count() == CORPUS_SIZE
+    bm25 = loaded_index.search_bm25("chlorophyll chloroplasts", k=10)
     assert [hit.chunk.chunk_id for hit in bm25] == [chunks[0].chunk_id]
-    dense = loaded_backend.search_dense(vectors[0], k=CORPUS_SIZE)
+    dense = loaded_index.search_dense(vectors[0], k=CORPUS_SIZE)
     assert [hit.chunk.chunk_id for hit in dense].count(chunks[0].chunk_id) == 1
     assert len(dense) == CORPUS_SIZE
 
 
-def test_upsert_of_existing_chunk_id_replaces_its_text(loaded_backend, corpus_chunks, embedder):
+def test_upsert_of_existing_chunk_id_replaces_its_text(loaded_index, corpus_chunks, embedder):
     chunks, _ = corpus_chunks
     replacement = dataclasses.replace(chunks[0], text="Mitochondria are the powerhouse of the cell.")
-    loaded_backend.upsert([replacement], embedder.encode_documents([replacement.text]))
+    loaded_index.upsert([replacement], embedder.encode_documents([replacement.text]))
 
-    assert loaded_backend.count() == CORPUS_SIZE
-    assert loaded_backend.search_bm25("chlorophyll", k=10) == []
-    assert doc_ids(loaded_backend.search_bm25("mitochondria powerhouse", k=10)) == ["photosynthesis"]
-    top = loaded_backend.search_dense(query_vector(embedder, "what organelle produces energy in cells"), k=1)
+    assert loaded_index.count() == CORPUS_SIZE
+    assert loaded_index.search_bm25("chlorophyll", k=10) == []
+    assert doc_ids(loaded_index.search_bm25("mitochondria powerhouse", k=10)) == ["photosynthesis"]
+    top = loaded_index.search_dense(query_vector(embedder, "what organelle produces energy in cells"), k=1)
     assert top[0].chunk.text == replacement.text
 
 
-def test_delete_document_removes_every_chunk_from_bm25_and_dense(backend, embedder):
+def test_delete_document_removes_every_chunk_from_bm25_and_dense(index, embedder):
     texts = ["Glaciers carve U-shaped valleys.", "Moraines are ridges of glacial debris.", "Icebergs calve from glaciers."]
     chunks = [_chunk("glaciers", i, text) for i, text in enumerate(texts)]
     chunks.append(_chunk("deserts", 0, "Sand dunes migrate with the prevailing wind."))
     vectors = embedder.encode_documents([chunk.text for chunk in chunks])
-    backend.upsert(chunks, vectors)
-    assert backend.document_chunk_ids("glaciers") == {chunk.chunk_id for chunk in chunks[:3]}
+    index.upsert(chunks, vectors)
+    assert index.document_chunk_ids("glaciers") == {chunk.chunk_id for chunk in chunks[:3]}
 
-    assert backend.delete_document("glaciers") == 3
+    assert index.delete_document("glaciers") == 3
 
-    assert backend.count() == 1
-    assert backend.document_chunk_ids("glaciers") == set()
-    assert backend.search_bm25("glaciers moraines icebergs", k=10) == []
+    assert index.count() == 1
+    assert index.document_chunk_ids("glaciers") == set()
+    assert index.search_bm25("glaciers moraines icebergs", k=10) == []
     for vector in vectors[:3]:
-        assert doc_ids(backend.search_dense(vector, k=10)) == ["deserts"]
-    assert backend.delete_document("glaciers") == 0
-    assert [info.doc_id for info in backend.list_documents()] == ["deserts"]
+        assert doc_ids(index.search_dense(vector, k=10)) == ["deserts"]
+    assert index.delete_document("glaciers") == 0
+    assert [info.doc_id for info in index.list_documents()] == ["deserts"]
 
 
 @pytest.mark.parametrize("tenant", ["acme", "globex"])
-def test_tenant_filter_is_exact_in_dense_and_bm25(loaded_backend, embedder, corpus, tenant):
+def test_tenant_filter_is_exact_in_dense_and_bm25(loaded_index, embedder, corpus, tenant):
     tenant_of = {doc_id: doc_tenant for doc_id, doc_tenant, _, _ in corpus}
     other = "globex" if tenant == "acme" else "acme"
     # Each query's best match overall belongs to the other tenant.
     query = "volcano lava magma eruption" if other == "globex" else "sourdough starter wild yeast bread"
     best = "volcanoes" if other == "globex" else "sourdough"
-    assert doc_ids(loaded_backend.search_bm25(query, k=1)) == [best]
-    assert doc_ids(loaded_backend.search_dense(query_vector(embedder, query), k=1)) == [best]
+    assert doc_ids(loaded_index.search_bm25(query, k=1)) == [best]
+    assert doc_ids(loaded_index.search_dense(query_vector(embedder, query), k=1)) == [best]
 
     filters = {"tenant": [tenant]}
-    dense = loaded_backend.search_dense(query_vector(embedder, query), k=CORPUS_SIZE, filters=filters)
-    bm25 = loaded_backend.search_bm25(query + " the and of", k=CORPUS_SIZE, filters=filters)
+    dense = loaded_index.search_dense(query_vector(embedder, query), k=CORPUS_SIZE, filters=filters)
+    bm25 = loaded_index.search_bm25(query + " the and of", k=CORPUS_SIZE, filters=filters)
 
     assert len(dense) == CORPUS_SIZE // 2
     assert bm25, "common words should still match documents of the requested tenant"
     assert {tenant_of[doc_id] for doc_id in doc_ids(dense) + doc_ids(bm25)} == {tenant}
 
 
-def test_filter_applies_inside_the_ann_search(loaded_backend, embedder):
+def test_filter_applies_inside_the_ann_search(loaded_index, embedder):
     # Post-filtering the global top 1 would return nothing; filtering inside the search returns the
     # best chunk among the allowed ones.
     vector = query_vector(embedder, "black hole event horizon")
-    hits = loaded_backend.search_dense(vector, k=1, filters={"doc_id": ["jazz"]})
+    hits = loaded_index.search_dense(vector, k=1, filters={"doc_id": ["jazz"]})
     assert doc_ids(hits) == ["jazz"]
-    hits = loaded_backend.search_dense(vector, k=3, filters={"source": ["jazz.txt", "chess.txt"], "tenant": "acme"})
+    hits = loaded_index.search_dense(vector, k=3, filters={"source": ["jazz.txt", "chess.txt"], "tenant": "acme"})
     assert doc_ids(hits) == ["jazz"]
-    assert loaded_backend.search_dense(vector, k=3, filters={"tenant": ["nobody"]}) == []
+    assert loaded_index.search_dense(vector, k=3, filters={"tenant": ["nobody"]}) == []
 
 
-def test_unknown_filter_field_is_rejected(loaded_backend, embedder):
+def test_unknown_filter_field_is_rejected(loaded_index, embedder):
     with pytest.raises(ValueError, match="allowed: doc_id, source, tenant, content_type"):
-        loaded_backend.search_bm25("lava", k=3, filters={"author": ["x"]})
+        loaded_index.search_bm25("lava", k=3, filters={"author": ["x"]})
 
 
-def test_scores_are_in_their_documented_ranges(loaded_backend, embedder):
-    dense = loaded_backend.search_dense(query_vector(embedder, "honeybee waggle dance"), k=CORPUS_SIZE)
-    bm25 = loaded_backend.search_bm25("honeybees dance flowers", k=CORPUS_SIZE)
+def test_scores_are_in_their_documented_ranges(loaded_index, embedder):
+    dense = loaded_index.search_dense(query_vector(embedder, "honeybee waggle dance"), k=CORPUS_SIZE)
+    bm25 = loaded_index.search_bm25("honeybees dance flowers", k=CORPUS_SIZE)
     assert dense and bm25
     assert all(0.0 <= hit.score <= 1.0 for hit in dense)
     assert [hit.score for hit in dense] == sorted((hit.score for hit in dense), reverse=True)
@@ -113,32 +113,32 @@ def test_scores_are_in_their_documented_ranges(loaded_backend, embedder):
     assert [hit.score for hit in bm25] == sorted((hit.score for hit in bm25), reverse=True)
 
 
-def test_dense_score_is_one_plus_cosine_over_two(loaded_backend, corpus_chunks, embedder):
+def test_dense_score_is_one_plus_cosine_over_two(loaded_index, corpus_chunks, embedder):
     chunks, vectors = corpus_chunks
     query = query_vector(embedder, "coral bleaching")
-    for hit in loaded_backend.search_dense(query, k=CORPUS_SIZE):
+    for hit in loaded_index.search_dense(query, k=CORPUS_SIZE):
         row = next(i for i, chunk in enumerate(chunks) if chunk.chunk_id == hit.chunk.chunk_id)
         assert hit.score == pytest.approx((1.0 + float(vectors[row] @ query)) / 2.0, abs=1e-4)
     # A chunk's own vector: cosine 1, score 1.
-    assert loaded_backend.search_dense(vectors[3], k=1)[0].score == pytest.approx(1.0, abs=1e-5)
+    assert loaded_index.search_dense(vectors[3], k=1)[0].score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_bm25_stems_english(loaded_backend):
-    assert doc_ids(loaded_backend.search_bm25("erupting volcano", k=1)) == ["volcanoes"]
-    assert doc_ids(loaded_backend.search_bm25("RUNNER runs", k=1)) == ["marathon"]
-    assert loaded_backend.search_bm25("?!", k=5) == []
+def test_bm25_stems_english(loaded_index):
+    assert doc_ids(loaded_index.search_bm25("erupting volcano", k=1)) == ["volcanoes"]
+    assert doc_ids(loaded_index.search_bm25("RUNNER runs", k=1)) == ["marathon"]
+    assert loaded_index.search_bm25("?!", k=5) == []
 
 
-def test_reopening_the_directory_keeps_everything(tmp_path, open_backend, corpus_chunks, embedder):
+def test_reopening_the_directory_keeps_everything(tmp_path, open_index, corpus_chunks, embedder):
     chunks, vectors = corpus_chunks
-    first = open_backend(tmp_path / "index")
+    first = open_index(tmp_path / "index")
     first.upsert(chunks, vectors)
     first.delete_document("jazz")
     query = query_vector(embedder, "three-way handshake")
     before = ([h.chunk for h in first.search_dense(query, k=5)], first.search_bm25("handshake", k=5), first.list_documents())
     first.close()
 
-    reopened = open_backend(tmp_path / "index")
+    reopened = open_index(tmp_path / "index")
     try:
         assert reopened.count() == CORPUS_SIZE - 1
         assert [h.chunk for h in reopened.search_dense(query, k=5)] == before[0]
@@ -153,14 +153,14 @@ def test_reopening_the_directory_keeps_everything(tmp_path, open_backend, corpus
         reopened.close()
 
 
-def test_lost_vector_graph_is_rebuilt_from_the_stored_vectors(tmp_path, open_backend, corpus_chunks):
+def test_lost_vector_graph_is_rebuilt_from_the_stored_vectors(tmp_path, open_index, corpus_chunks):
     chunks, vectors = corpus_chunks
-    first = open_backend(tmp_path / "index")
+    first = open_index(tmp_path / "index")
     first.upsert(chunks, vectors)
     first.close()
     os.remove(tmp_path / "index" / HNSW_FILE)
 
-    reopened = open_backend(tmp_path / "index")
+    reopened = open_index(tmp_path / "index")
     try:
         assert doc_ids(reopened.search_dense(vectors[4], k=1)) == ["tcp"]
         assert len(reopened.search_dense(vectors[4], k=100)) == CORPUS_SIZE
@@ -168,34 +168,34 @@ def test_lost_vector_graph_is_rebuilt_from_the_stored_vectors(tmp_path, open_bac
         reopened.close()
 
 
-def test_index_built_for_other_vectors_is_refused(tmp_path: Path, open_backend, corpus_chunks):
+def test_index_built_for_other_vectors_is_refused(tmp_path: Path, open_index, corpus_chunks):
     chunks, vectors = corpus_chunks
-    first = open_backend(tmp_path / "index")
+    first = open_index(tmp_path / "index")
     first.upsert(chunks[:1], vectors[:1])
     first.close()
     with pytest.raises(IndexMismatchError, match="384-dimensional"):
-        EmbeddedBackend(tmp_path / "index", dim=768)
+        EmbeddedIndex(tmp_path / "index", dim=768)
     with pytest.raises(IndexMismatchError, match="built with model"):
-        EmbeddedBackend(tmp_path / "index", dim=384, model_id="another-model")
+        EmbeddedIndex(tmp_path / "index", dim=384, model_id="another-model")
 
 
-def test_graph_grows_past_its_initial_capacity(backend):
+def test_graph_grows_past_its_initial_capacity(index):
     rng = np.random.default_rng(7)
     vectors = rng.normal(size=(1500, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     chunks = [_chunk(f"doc{i % 10}", i, f"random chunk {i}") for i in range(1500)]
-    backend.upsert(chunks, vectors)
-    assert backend.count() == 1500
-    assert doc_ids(backend.search_dense(vectors[1234], k=1)) == ["doc4"]
-    assert backend.delete_document("doc4") == 150
-    assert all(hit.chunk.doc_id != "doc4" for hit in backend.search_dense(vectors[1234], k=50))
+    index.upsert(chunks, vectors)
+    assert index.count() == 1500
+    assert doc_ids(index.search_dense(vectors[1234], k=1)) == ["doc4"]
+    assert index.delete_document("doc4") == 150
+    assert all(hit.chunk.doc_id != "doc4" for hit in index.search_dense(vectors[1234], k=50))
 
 
-def test_wrong_vector_shape_is_rejected_before_writing(backend, corpus_chunks):
+def test_wrong_vector_shape_is_rejected_before_writing(index, corpus_chunks):
     chunks, vectors = corpus_chunks
     with pytest.raises(ValueError, match="shape"):
-        backend.upsert(chunks, vectors[:-1])
-    assert backend.count() == 0
+        index.upsert(chunks, vectors[:-1])
+    assert index.count() == 0
 
 
 def _chunk(doc_id: str, index: int, text: str) -> ChunkRecord:

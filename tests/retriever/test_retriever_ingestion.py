@@ -13,12 +13,12 @@ async def test_reingesting_an_unchanged_document_is_skipped(ingestor, backend):
     first = await ingestor.ingest([document])
     assert (first.documents, first.skipped, first.doc_ids) == (1, 0, ["runbook"])
     assert first.chunks > 2
-    chunk_ids = backend.document_chunk_ids("runbook")
-    assert len(chunk_ids) == first.chunks == backend.count()
+    chunk_ids = await backend.document_chunk_ids("runbook")
+    assert len(chunk_ids) == first.chunks == await backend.count()
 
     second = await ingestor.ingest([document])
     assert (second.documents, second.chunks, second.skipped, second.doc_ids) == (0, 0, 1, ["runbook"])
-    assert backend.document_chunk_ids("runbook") == chunk_ids
+    assert await backend.document_chunk_ids("runbook") == chunk_ids
 
 
 async def test_a_changed_document_replaces_exactly_its_old_chunks(ingestor, backend):
@@ -28,19 +28,19 @@ async def test_a_changed_document_replaces_exactly_its_old_chunks(ingestor, back
             DocumentIn(id="other", text="An unrelated note about coffee machines.", source="other.txt"),
         ]
     )
-    other_ids = backend.document_chunk_ids("other")
-    old_ids = backend.document_chunk_ids("runbook")
+    other_ids = await backend.document_chunk_ids("other")
+    old_ids = await backend.document_chunk_ids("runbook")
 
     shorter = LONG_TEXT.split(" Paragraph sentence 10 ")[0] + " A brand new closing sentence about rollbacks."
     result = await ingestor.ingest([DocumentIn(id="runbook", text=shorter, source="runbook.txt")])
 
-    new_ids = backend.document_chunk_ids("runbook")
+    new_ids = await backend.document_chunk_ids("runbook")
     assert result.documents == 1 and result.chunks == len(new_ids)
     assert new_ids != old_ids
-    assert backend.count() == len(new_ids) + len(other_ids)
-    assert backend.document_chunk_ids("other") == other_ids
-    assert backend.search_bm25("25", k=50) == []  # only the removed sentences mention 25
-    texts = [hit.chunk.text for hit in backend.search_bm25("rollbacks", k=5)]
+    assert await backend.count() == len(new_ids) + len(other_ids)
+    assert await backend.document_chunk_ids("other") == other_ids
+    assert await backend.search_bm25("25", k=50) == []  # only the removed sentences mention 25
+    texts = [hit.chunk.text for hit in await backend.search_bm25("rollbacks", k=5)]
     assert any("brand new closing sentence" in text for text in texts)
 
 
@@ -48,8 +48,8 @@ async def test_a_metadata_only_change_is_not_skipped(ingestor, backend):
     await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"tenant": "acme"})])
     result = await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"tenant": "globex"})])
     assert (result.documents, result.skipped) == (1, 0)
-    assert backend.search_bm25("memo", k=5, filters={"tenant": "acme"}) == []
-    assert len(backend.search_bm25("memo", k=5, filters={"tenant": "globex"})) == 1
+    assert await backend.search_bm25("memo", k=5, filters={"tenant": "acme"}) == []
+    assert len(await backend.search_bm25("memo", k=5, filters={"tenant": "globex"})) == 1
 
 
 async def test_documents_without_id_get_a_content_hash(ingestor, backend):
@@ -77,12 +77,12 @@ async def test_bad_documents_fail_alone(ingestor, backend):
         ("   ", "id is blank"),
         ("headings", "no indexable text (only headings?)"),
     ]
-    assert backend.count() == 1
-    assert [hit.chunk.text for hit in backend.search_bm25("text", k=5)] == ["Good text."]
+    assert await backend.count() == 1
+    assert [hit.chunk.text for hit in await backend.search_bm25("text", k=5)] == ["Good text."]
 
 
 async def test_delete_goes_through_the_write_lock(ingestor, backend):
     result = await ingestor.ingest([DocumentIn(id="temp", text=LONG_TEXT)])
     assert await ingestor.delete("temp") == result.chunks > 1
-    assert backend.count() == 0
+    assert await backend.count() == 0
     assert await ingestor.delete("temp") == 0

@@ -45,7 +45,8 @@ def test_jsonl_file_has_one_document_per_line():
 @pytest.mark.parametrize(
     ("name", "data", "reason"),
     [
-        ("report.pdf", b"%PDF-1.7", "unsupported file type '.pdf'"),
+        ("report.pdf", b"%PDF-1.7", "corrupt PDF"),
+        ("photo.png", b"\x89PNG\r\n", "unsupported file type '.png'"),
         ("README", b"text", "unsupported file type '(none)'"),
         ("", b"text", "no name"),
         ("empty.txt", b"", "empty"),

@@ -7,10 +7,13 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
+from ragctl.ingest_client import MIB, IngestOptions, IngestSummary
+from ragctl.ingest_client import ingest as run_ingestion
 from ragctl.stack import DEFAULT_PORTS, StackError, start_stack
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -20,33 +23,71 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def upload_files(gateway_url: str, paths: list[Path], timeout_s: float = 600.0) -> dict:
-    files = [("files", (path.name, path.read_bytes(), "application/octet-stream")) for path in paths]
-    response = httpx.post(f"{gateway_url}/v1/documents", files=files, timeout=timeout_s)
-    if response.status_code >= 400:
-        raise typer.BadParameter(f"ingestion failed: HTTP {response.status_code}: {response.text[:500]}")
-    return response.json()
+    """Upload ``paths`` (files or directories) in batches; the summed ``IngestResponse`` as a dict.
 
-
-def _expand(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.is_file()))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise typer.BadParameter(f"{path} does not exist")
-    return found
+    Failed files, and batches the gateway refused, are in ``failed``; nothing is raised for them.
+    """
+    return run_ingestion(paths, gateway_url, IngestOptions(timeout_s=timeout_s)).as_dict()
 
 
 @app.command()
 def ingest(
-    paths: list[Path] = typer.Argument(..., help="Files or directories to ingest"),
-    gateway: str = typer.Option("http://127.0.0.1:8000", help="Gateway base URL"),
+    targets: list[str] = typer.Argument(..., help="Files, directories (recursive) or http(s):// URLs", metavar="PATH|URL..."),
+    gateway: str = typer.Option("http://127.0.0.1:8000", envvar="RAGCTL_GATEWAY", help="Gateway base URL"),
+    batch_size: int = typer.Option(16, min=1, help="Files per upload request"),
+    batch_mb: float = typer.Option(8.0, min=0.01, help="Bytes per upload request, MiB (a larger file goes alone)"),
+    concurrency: int = typer.Option(2, min=1, help="Upload requests (and URL downloads) in flight at most"),
+    max_file_mb: float = typer.Option(20.0, min=0.01, help="Larger files and downloads are reported failed, MiB"),
+    timeout: float = typer.Option(600.0, min=1, help="Timeout of one upload request, seconds"),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of tables"),
 ) -> None:
-    """Upload files through the gateway and print the ingestion summary."""
-    result = upload_files(gateway, _expand(paths))
-    console.print_json(data=result)
+    """Upload files and web pages through the gateway; exit code 1 if any of them failed."""
+    out = Console()  # per call, so the terminal width is read now
+    options = IngestOptions(
+        batch_size=batch_size,
+        batch_bytes=int(batch_mb * MIB),
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_file_bytes=int(max_file_mb * MIB),
+    )
+    progress = Progress(
+        TextColumn("uploading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=out, transient=True, disable=as_json or not out.is_terminal,
+    )
+    task = progress.add_task("uploading", total=None)
+    with progress:
+        summary = run_ingestion(
+            targets,
+            gateway,
+            options,
+            on_total=lambda total: progress.update(task, total=total),
+            on_progress=lambda done: progress.advance(task, done),
+        )
+    if as_json:
+        out.print_json(data=summary.as_dict())
+    else:
+        _print_summary(out, summary)
+    raise typer.Exit(1 if summary.failed else 0)
+
+
+def _print_summary(out: Console, summary: IngestSummary) -> None:
+    table = Table(title="ingestion summary", show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("documents written", str(summary.documents))
+    table.add_row("chunks written", str(summary.chunks))
+    table.add_row("skipped (unchanged)", str(summary.skipped))
+    table.add_row("failed", str(len(summary.failed)), style="red" if summary.failed else None)
+    if summary.ignored:
+        table.add_row("ignored (unsupported type, in directories)", str(len(summary.ignored)))
+    out.print(table)
+    if summary.failed:
+        failures = Table(title="failed", show_lines=False)
+        failures.add_column("name", overflow="fold")
+        failures.add_column("reason", overflow="fold")
+        for failure in summary.failed:
+            failures.add_row(failure.name, failure.reason)
+        out.print(failures)
 
 
 @app.command()

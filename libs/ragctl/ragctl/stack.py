@@ -229,10 +229,15 @@ def stack_env(ports: dict[str, int], data_dir: Path, redis_url: str, llm_url: st
 
 
 def start_services(
-    ports: dict[str, int], data_dir: Path, redis_url: str, llm_url: str, stack: Stack
+    ports: dict[str, int],
+    data_dir: Path,
+    redis_url: str,
+    llm_url: str,
+    stack: Stack,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Start the five services in dependency order (the gateway last), adding each to ``stack``."""
-    env = stack_env(ports, data_dir, redis_url, llm_url)
+    env = {**stack_env(ports, data_dir, redis_url, llm_url), **(extra_env or {})}
     for name in SERVICES:
         stack.add(start_service(name, ports[name], data_dir / "logs", env))
     return env

@@ -18,8 +18,7 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_common.service import ServiceError, create_service_app
-from rag_retriever.backends.base import SearchBackend
-from rag_retriever.backends.embedded import EmbeddedBackend
+from rag_retriever.backends.factory import fusion_settings, open_backend
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
@@ -40,15 +39,7 @@ def create_app(
         model = embedder or SentenceTransformerEmbedder(settings.embedding_model, device=settings.device)
         await asyncio.to_thread(model.warm_up)
         app.state.embedder = model
-        backend: SearchBackend = await asyncio.to_thread(
-            EmbeddedBackend,
-            settings.index_dir,
-            model.dim,
-            settings.hnsw_m,
-            settings.hnsw_ef_construction,
-            settings.hnsw_ef_search,
-            model_id=model.model_id,
-        )
+        backend = await open_backend(settings, dim=model.dim, model_id=model.model_id)
         app.state.backend = backend
         lock = ReadWriteLock()
         chunker = Chunker(EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens)
@@ -57,14 +48,13 @@ def create_app(
             backend,
             model,
             lock,
-            fusion=settings.hybrid_fusion,
-            dense_weight=settings.hybrid_dense_weight,
+            fusion=fusion_settings(settings),
             default_top_k=settings.default_top_k,
         )
         try:
             yield
         finally:
-            await asyncio.to_thread(backend.close)
+            await backend.close()
 
     async def readiness() -> dict[str, str]:
         checks = {"embedder": "ok" if hasattr(app.state, "embedder") else "not loaded"}
@@ -73,7 +63,7 @@ def create_app(
             checks["index"] = "not open"
         else:
             try:
-                await asyncio.to_thread(backend.count)
+                await backend.count()
                 checks["index"] = "ok"
             except Exception as exc:  # noqa: BLE001 - any failure means not ready
                 checks["index"] = f"unavailable: {type(exc).__name__}"
@@ -91,13 +81,19 @@ def create_app(
 
     @app.post("/v1/documents/upload", response_model=IngestResponse, tags=["documents"])
     async def upload(request: Request, files: list[UploadFile] = File(...)) -> IngestResponse:
-        """One or more ``.txt``, ``.md``, ``.json`` or ``.jsonl`` files; each is accepted or rejected whole."""
+        """One or more ``.txt``, ``.md``, ``.html``, ``.pdf``, ``.json`` or ``.jsonl`` files; each is accepted
+        or rejected whole."""
         documents, failures = [], []
         for file in files:
             # One byte past the limit is enough to know a file is too big, without reading it all.
             data = await file.read(settings.max_upload_bytes + 1)
             try:
-                documents.extend(parse_upload(file.filename, data, settings.max_upload_bytes))
+                # Parsing a PDF takes seconds: off the event loop, so searches and probes keep flowing.
+                documents.extend(
+                    await asyncio.to_thread(
+                        parse_upload, file.filename, data, settings.max_upload_bytes, file.content_type
+                    )
+                )
             except UploadRejected as exc:
                 failures.append(IngestFailure(name=upload_name(file.filename) or "(unnamed)", reason=str(exc)))
             finally:
@@ -106,7 +102,7 @@ def create_app(
 
     @app.get("/v1/documents", response_model=DocumentList, tags=["documents"])
     async def list_documents(request: Request) -> DocumentList:
-        return DocumentList(documents=await asyncio.to_thread(request.app.state.backend.list_documents))
+        return DocumentList(documents=await request.app.state.backend.list_documents())
 
     @app.delete("/v1/documents/{doc_id:path}", tags=["documents"])
     async def delete_document(doc_id: str, request: Request) -> dict[str, str | int]:

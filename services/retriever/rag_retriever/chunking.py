@@ -5,16 +5,28 @@ trailing sentences worth at most ``chunk_overlap_tokens``. A sentence longer tha
 on token boundaries (preferring word boundaries), so the model never truncates a chunk silently.
 Markdown keeps its heading structure: each chunk carries the path of headings above it and no chunk
 spans two sections. A chunk's text is a slice of the original, so lists and code keep their layout.
+
+Structured documents (Markdown, HTML, PDF; see ``SourceDocument.layout``) get two more rules:
+
+- PDF text is pages separated by ``\f``: a chunk never spans two pages and carries its ``page``.
+- A Markdown pipe table is never packed with prose and never cut inside a row. A table that fits the
+  budget is one chunk; a larger one is split between rows into several chunks, each starting with
+  the header row and its delimiter row, all sharing a ``table_id``. A single row that does not fit
+  (with the header) is the one case where a row is cut, on token boundaries like a long sentence;
+  a header that takes more than half the budget is not repeated. Table parts do not overlap (the
+  repeated header is their context).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 from rag_retriever.records import ChunkRecord, SourceDocument
+from rag_retriever.tables import Block, split_tables
 
 #: Tokens the model adds around every input ([CLS] and [SEP] for BERT-style encoders).
 SPECIAL_TOKENS = 2
@@ -41,6 +53,15 @@ class Tokenizer(Protocol):
 class Section:
     path: tuple[str, ...]
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """A block of a document with where it sits."""
+
+    page: int | None
+    path: tuple[str, ...]
+    block: Block
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +130,18 @@ class Chunker:
         self.chunk_overlap_tokens = chunk_overlap_tokens
 
     def chunk_document(self, document: SourceDocument) -> list[ChunkRecord]:
-        sections = markdown_sections(document.text) if document.is_markdown else [Section((), document.text)]
         fingerprint = document.fingerprint()
         records: list[ChunkRecord] = []
-        for section in sections:
-            for text in self.split_text(section.text):
+        tables = 0
+        for piece in _pieces(document):
+            table_id: str | None = None
+            if piece.block.is_table:
+                table_id = f"{document.doc_id}:t{tables}"
+                tables += 1
+                texts = self.split_table(piece.block)
+            else:
+                texts = self.split_text(piece.block.text)
+            for text in texts:
                 index = len(records)
                 records.append(
                     ChunkRecord(
@@ -123,12 +151,65 @@ class Chunker:
                         chunk_index=index,
                         title=document.title,
                         source=document.source,
-                        section_path=list(section.path),
+                        page=piece.page,
+                        section_path=list(piece.path),
                         metadata=dict(document.metadata),
                         doc_fingerprint=fingerprint,
+                        table_id=table_id,
                     )
                 )
         return records
+
+    def split_table(self, table: Block) -> list[str]:
+        """One table (a block from :func:`split_tables`) as chunks of whole rows under its header."""
+        if self._tokenizer.count(table.text) <= self.chunk_tokens:
+            return [table.text]
+        header_tokens = self._tokenizer.count(table.header)
+        if header_tokens <= self.chunk_tokens // 2:
+            prefix, lines = table.header + "\n", list(table.rows)
+        else:  # a header this large is not worth repeating: it becomes the first part(s)
+            prefix, lines = "", [*table.header.splitlines(), *table.rows]
+        budget = self.chunk_tokens - (self._tokenizer.count(prefix) if prefix else 0)
+        parts: list[str] = []
+        group: list[tuple[str, int]] = []
+        used = 0
+        for line in lines:
+            tokens = self._tokenizer.count(line)
+            # The real count of header + row only when the sum is near the budget (counts of
+            # whitespace-joined text add up, give or take the join).
+            if tokens > budget - 2 and self._tokenizer.count(prefix + line) > self.chunk_tokens:
+                parts.extend(self._rows_part(prefix, group, budget))
+                group, used = [], 0
+                parts.extend(self._cut_row(prefix, line, budget))
+                continue
+            if group and used + tokens > budget:
+                parts.extend(self._rows_part(prefix, group, budget))
+                group, used = [], 0
+            group.append((line, tokens))
+            used += tokens
+        parts.extend(self._rows_part(prefix, group, budget))
+        return parts
+
+    def _rows_part(self, prefix: str, group: list[tuple[str, int]], budget: int) -> list[str]:
+        # Row counts are added up for packing; the real count of the part decides (as in _verified).
+        if not group:
+            return []
+        text = prefix + "\n".join(line for line, _ in group)
+        if self._tokenizer.count(text) <= self.chunk_tokens:
+            return [text]
+        if len(group) == 1:
+            return self._cut_row(prefix, group[0][0], budget)
+        middle = len(group) // 2
+        return self._rows_part(prefix, group[:middle], budget) + self._rows_part(prefix, group[middle:], budget)
+
+    def _cut_row(self, prefix: str, row: str, budget: int) -> list[str]:
+        """A row too long for one chunk, cut on token boundaries; each piece keeps the header."""
+        while True:
+            pieces = [row[unit.start : unit.end] for unit in self._split_long(row, 0, len(row), budget)]
+            over = max(self._tokenizer.count(prefix + piece) for piece in pieces) - self.chunk_tokens
+            if over <= 0 or budget == 1:
+                return [prefix + piece for piece in pieces]
+            budget = max(1, budget - over)
 
     def split_text(self, text: str) -> list[str]:
         units: list[_Unit] = []
@@ -177,23 +258,38 @@ class Chunker:
         middle = len(group) // 2
         return self._verified(text, group[:middle]) + self._verified(text, group[middle:])
 
-    def _split_long(self, text: str, start: int, end: int) -> list[_Unit]:
+    def _split_long(self, text: str, start: int, end: int, budget: int | None = None) -> list[_Unit]:
+        budget = budget or self.chunk_tokens
         segment = text[start:end]
         offsets = self._tokenizer.offsets(segment)
         units: list[_Unit] = []
         i = 0
         while i < len(offsets):
-            take = min(self.chunk_tokens, len(offsets) - i)
+            take = min(budget, len(offsets) - i)
             while True:
                 cut = _word_cut(segment, offsets, i, take)
                 piece_start, piece_end = offsets[i][0], offsets[cut - 1][1]
                 tokens = self._tokenizer.count(segment[piece_start:piece_end])
-                if tokens <= self.chunk_tokens or cut - i == 1:
+                if tokens <= budget or cut - i == 1:
                     break
-                take = max(1, (cut - i) - (tokens - self.chunk_tokens))
+                take = max(1, (cut - i) - (tokens - budget))
             units.append(_Unit(start + piece_start, start + piece_end, tokens))
             i = cut
         return units
+
+
+def _pieces(document: SourceDocument) -> Iterator[_Piece]:
+    layout = document.layout
+    if layout == "pages":
+        for number, page in enumerate(document.text.split("\f"), start=1):
+            for block in split_tables(page):
+                yield _Piece(number, (), block)
+    elif layout == "markdown":
+        for section in markdown_sections(document.text):
+            for block in split_tables(section.text):
+                yield _Piece(None, section.path, block)
+    else:
+        yield _Piece(None, (), Block(document.text))
 
 
 def _unit_spans(text: str) -> list[tuple[int, int]]:

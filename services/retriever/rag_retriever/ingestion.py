@@ -12,7 +12,7 @@ import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import DocumentIn, IngestFailure, IngestResponse
-from rag_retriever.backends.base import SearchBackend
+from rag_retriever.backends.base import ChunkWriteError, Indexer
 from rag_retriever.chunking import Chunker
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.parsing import PLAIN_TEXT
@@ -61,7 +61,7 @@ class _Plan:
 class Ingestor:
     def __init__(
         self,
-        backend: SearchBackend,
+        backend: Indexer,
         embedder: Embedder,
         chunker: Chunker,
         lock: ReadWriteLock,
@@ -92,16 +92,18 @@ class Ingestor:
             seen.add(source.doc_id)
             accepted.append(source)
 
-        plan = await asyncio.to_thread(self._plan, accepted)
+        plan = await self._plan(accepted)
         failed.extend(plan.failed)
         chunks = [chunk for _, document_chunks in plan.changed for chunk in document_chunks]
         vectors = await self._embed([chunk.text for chunk in chunks])
+        rejected: set[str] = set()
         if plan.changed:
             doc_ids = [document.doc_id for document, _ in plan.changed]
             async with self._lock.write():
-                await asyncio.to_thread(self._replace, doc_ids, chunks, vectors)
+                rejected = await self._replace(doc_ids, chunks, vectors, failed)
+            chunks = [chunk for chunk in chunks if chunk.doc_id not in rejected]
 
-        written = {document.doc_id for document, _ in plan.changed}
+        written = {document.doc_id for document, _ in plan.changed} - rejected
         kept = written | set(plan.unchanged)
         logger.info(
             "ingested %d documents (%d chunks), %d unchanged, %d failed",
@@ -117,25 +119,26 @@ class Ingestor:
 
     async def delete(self, doc_id: str) -> int:
         async with self._lock.write():
-            return await asyncio.to_thread(self._backend.delete_document, doc_id)
+            return await self._backend.delete_document(doc_id)
 
-    def _plan(self, documents: list[SourceDocument]) -> _Plan:
+    async def _plan(self, documents: list[SourceDocument]) -> _Plan:
         plan = _Plan(changed=[], unchanged=[], failed=[])
-        for document in documents:
-            chunks = self._chunker.chunk_document(document)
+        # Chunking is CPU work (the embedder's tokenizer): one thread hop for the whole request.
+        chunked = await asyncio.to_thread(lambda: [self._chunker.chunk_document(document) for document in documents])
+        for document, chunks in zip(documents, chunked, strict=True):
             if not chunks:
                 plan.failed.append(IngestFailure(name=document.doc_id, reason="no indexable text (only headings?)"))
-            elif self._is_unchanged(document.doc_id, chunks):
+            elif await self._is_unchanged(document.doc_id, chunks):
                 plan.unchanged.append(document.doc_id)
             else:
                 plan.changed.append((document, chunks))
         return plan
 
-    def _is_unchanged(self, doc_id: str, chunks: list[ChunkRecord]) -> bool:
+    async def _is_unchanged(self, doc_id: str, chunks: list[ChunkRecord]) -> bool:
         # Chunk ids hash the text, the fingerprint the title, source and metadata.
         return (
-            {chunk.chunk_id for chunk in chunks} == self._backend.document_chunk_ids(doc_id)
-            and self._backend.document_fingerprint(doc_id) == chunks[0].doc_fingerprint
+            {chunk.chunk_id for chunk in chunks} == await self._backend.document_chunk_ids(doc_id)
+            and await self._backend.document_fingerprint(doc_id) == chunks[0].doc_fingerprint
         )
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
@@ -148,7 +151,20 @@ class Ingestor:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
         return np.concatenate(batches).astype(np.float32, copy=False)
 
-    def _replace(self, doc_ids: list[str], chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+    async def _replace(
+        self, doc_ids: list[str], chunks: list[ChunkRecord], vectors: np.ndarray, failed: list[IngestFailure]
+    ) -> set[str]:
+        """Replace the documents' chunks; returns the doc ids the backend rejected (reported in ``failed``)."""
         for doc_id in doc_ids:
-            self._backend.delete_document(doc_id)
-        self._backend.upsert(chunks, vectors)
+            await self._backend.delete_document(doc_id)
+        try:
+            await self._backend.upsert(chunks, vectors)
+        except ChunkWriteError as error:
+            # A document is all in or reported failed: remove what did go in of a rejected one,
+            # so a search never returns half of it and the next ingest sees it as changed.
+            for doc_id in sorted(error.doc_ids):
+                await self._backend.delete_document(doc_id)
+                reasons = sorted({f"{f.chunk_id}: {f.reason}" for f in error.failures if f.doc_id == doc_id})
+                failed.append(IngestFailure(name=doc_id, reason="index rejected " + "; ".join(reasons)))
+            return error.doc_ids
+        return set()

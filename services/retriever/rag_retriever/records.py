@@ -5,9 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rag_common.schemas import Passage
+
+#: Content types whose text the parsers wrote as Markdown: headings give ``section_path``.
+MARKDOWN_LAYOUT = frozenset({"text/markdown", "text/html"})
+#: Content types whose text is pages separated by form feeds (``\f``): chunks carry their ``page``.
+PAGED_LAYOUT = frozenset({"application/pdf"})
 
 
 @dataclass(slots=True)
@@ -17,7 +22,9 @@ class ChunkRecord:
     ``metadata`` is the document's metadata; its ``tenant`` and ``content_type`` keys (strings, when
     present) are also indexed as exact-match filter fields. ``doc_fingerprint`` identifies the
     document-level fields (title, source, metadata) so a metadata-only change is not mistaken for
-    an unchanged document.
+    an unchanged document. ``page`` is the 1-based PDF page the chunk comes from. ``table_id`` is set
+    on chunks that hold a table (or, for a table too large for one chunk, a run of its rows under the
+    repeated header): every part of one table shares it.
     """
 
     chunk_id: str
@@ -30,6 +37,7 @@ class ChunkRecord:
     section_path: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     doc_fingerprint: str = ""
+    table_id: str | None = None
 
     @property
     def tenant(self) -> str | None:
@@ -53,6 +61,7 @@ class ChunkRecord:
             "section_path": list(self.section_path),
             "metadata": self.metadata,
             "doc_fingerprint": self.doc_fingerprint,
+            "table_id": self.table_id,
         }
 
     @classmethod
@@ -67,6 +76,9 @@ class ScoredChunk:
 
     def to_passage(self) -> Passage:
         chunk = self.chunk
+        metadata = dict(chunk.metadata)
+        if chunk.table_id is not None:
+            metadata["table_id"] = chunk.table_id
         return Passage(
             chunk_id=chunk.chunk_id,
             doc_id=chunk.doc_id,
@@ -76,7 +88,7 @@ class ScoredChunk:
             page=chunk.page,
             section_path=list(chunk.section_path),
             score=self.score,
-            metadata=dict(chunk.metadata),
+            metadata=metadata,
         )
 
 
@@ -98,6 +110,13 @@ class SourceDocument:
     @property
     def is_markdown(self) -> bool:
         return self.content_type == "text/markdown"
+
+    @property
+    def layout(self) -> Literal["pages", "markdown", "plain"]:
+        """How the chunker reads the text: PDF pages, Markdown headings (Markdown, HTML) or plain."""
+        if self.content_type in PAGED_LAYOUT:
+            return "pages"
+        return "markdown" if self.content_type in MARKDOWN_LAYOUT else "plain"
 
     def fingerprint(self) -> str:
         """Hash of the document-level fields; the text is covered by the chunk ids."""

@@ -1,19 +1,19 @@
-"""One search request → passages, in the requested mode (dense, bm25 or hybrid)."""
+"""One search request → passages, in the requested mode (dense, bm25 or hybrid).
+
+Hybrid fusion is the backend's job: OpenSearch fuses server-side in a search pipeline, the embedded
+backend with ``fusion.py``; so ``timings_ms["search"]`` includes the fusion.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-import numpy as np
-
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
 from rag_common.service import ServiceError
-from rag_retriever.backends.base import FILTER_FIELDS, SearchBackend
-from rag_retriever.fusion import FusionMode, candidates_per_list, fuse
+from rag_retriever.backends.base import FILTER_FIELDS, FusionSettings, Searcher
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.records import ScoredChunk
 
 
 def _elapsed_ms(start: float) -> float:
@@ -36,19 +36,17 @@ def validate_filters(filters: dict[str, str | list[str]]) -> dict[str, list[str]
 class SearchService:
     def __init__(
         self,
-        backend: SearchBackend,
+        backend: Searcher,
         embedder: Embedder,
         lock: ReadWriteLock,
         *,
-        fusion: FusionMode = "min_max",
-        dense_weight: float = 0.5,
+        fusion: FusionSettings = FusionSettings(),
         default_top_k: int = 10,
     ) -> None:
         self._backend = backend
         self._embedder = embedder
         self._lock = lock
         self._fusion = fusion
-        self._dense_weight = dense_weight
         self._default_top_k = default_top_k
 
     async def search(self, request: SearchRequest) -> SearchResponse:
@@ -66,25 +64,12 @@ class SearchService:
         step = time.perf_counter()
         async with self._lock.read():
             if request.mode == "dense":
-                hits = await asyncio.to_thread(self._backend.search_dense, vector, top_k, filters)
+                hits = await self._backend.search_dense(vector, top_k, filters)
             elif request.mode == "bm25":
-                hits = await asyncio.to_thread(self._backend.search_bm25, request.query, top_k, filters)
+                hits = await self._backend.search_bm25(request.query, top_k, filters)
             else:
-                dense, bm25 = await self._both(request.query, vector, candidates_per_list(top_k), filters)
+                hits = await self._backend.search_hybrid(request.query, vector, top_k, filters, self._fusion)
         timings["search"] = _elapsed_ms(step)
-
-        if request.mode == "hybrid":
-            step = time.perf_counter()
-            hits = fuse(self._fusion, dense, bm25, top_k, self._dense_weight)
-            timings["fuse"] = _elapsed_ms(step)
 
         timings["total"] = _elapsed_ms(started)
         return SearchResponse(passages=[hit.to_passage() for hit in hits], mode=request.mode, timings_ms=timings)
-
-    async def _both(
-        self, query: str, vector: np.ndarray, k: int, filters: dict[str, list[str]]
-    ) -> tuple[list[ScoredChunk], list[ScoredChunk]]:
-        return await asyncio.gather(
-            asyncio.to_thread(self._backend.search_dense, vector, k, filters),
-            asyncio.to_thread(self._backend.search_bm25, query, k, filters),
-        )

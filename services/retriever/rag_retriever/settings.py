@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import ServiceSettings
@@ -14,6 +14,10 @@ class RetrieverSettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="RETRIEVER_", extra="ignore")
 
     port: int = Field(default=8002, description="TCP port of the retriever. Default 8002.")
+    backend: Literal["embedded", "opensearch"] = Field(
+        default="embedded",
+        description="Index backend: embedded (tantivy + hnswlib in index_dir) or opensearch. Default embedded.",
+    )
     index_dir: str = Field(
         default="var/index", description="Directory of the embedded index (tantivy + hnswlib). Default var/index."
     )
@@ -34,8 +38,12 @@ class RetrieverSettings(ServiceSettings):
     default_top_k: int = Field(
         default=10, ge=1, le=200, description="Passages returned when a search request gives no top_k. Default 10."
     )
-    hybrid_fusion: Literal["min_max", "rrf"] = Field(
-        default="min_max", description="How hybrid search fuses dense and BM25 hits: min_max or rrf. Default min_max."
+    hybrid_normalization: Literal["min_max", "z_score", "rrf"] = Field(
+        default="min_max",
+        description=(
+            "How hybrid search fuses dense and BM25 hits: min_max, z_score (opensearch backend on OpenSearch >= 3.0 "
+            "only) or rrf. Default min_max."
+        ),
     )
     hybrid_dense_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Weight of the dense list in min_max fusion (BM25 gets 1 - it). Default 0.5."
@@ -47,6 +55,33 @@ class RetrieverSettings(ServiceSettings):
     hnsw_ef_search: int = Field(
         default=100, ge=1, description="HNSW ef at query time (raised to k when k is larger). Default 100."
     )
+    opensearch_url: str = Field(
+        default="http://localhost:9200", description="OpenSearch endpoint (opensearch backend). Default http://localhost:9200."
+    )
+    opensearch_index: str = Field(
+        default="rag-chunks",
+        pattern=r"^[a-z0-9][a-z0-9_-]*$",
+        description=(
+            "Alias the retriever reads and writes; physical indices are <alias>-v<version>-<timestamp> and search "
+            "pipelines <alias>-hybrid-*. Default rag-chunks."
+        ),
+    )
+    opensearch_user: str | None = Field(default=None, description="OpenSearch basic-auth user. Default None (no auth).")
+    opensearch_password: SecretStr | None = Field(default=None, description="OpenSearch basic-auth password. Default None.")
+    opensearch_verify_certs: bool = Field(
+        default=True, description="Verify OpenSearch's TLS certificate (https URLs only). Default true."
+    )
+    opensearch_timeout_s: float = Field(default=30.0, gt=0, description="OpenSearch request timeout, seconds. Default 30.")
+    knn_engine: Literal["faiss", "lucene"] = Field(
+        default="faiss", description="k-NN engine of the embedding field (fixed when the index is created). Default faiss."
+    )
+    knn_space: Literal["cosinesimil", "innerproduct"] = Field(
+        default="cosinesimil",
+        description=(
+            "k-NN space (fixed when the index is created); innerproduct only for unit-length vectors, where it "
+            "ranks like cosine. Default cosinesimil."
+        ),
+    )
 
     @model_validator(mode="after")
     def overlap_below_chunk(self) -> RetrieverSettings:
@@ -54,6 +89,12 @@ class RetrieverSettings(ServiceSettings):
             raise ValueError(
                 f"chunk_overlap_tokens ({self.chunk_overlap_tokens}) must be below chunk_tokens ({self.chunk_tokens})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def z_score_needs_opensearch(self) -> RetrieverSettings:
+        if self.hybrid_normalization == "z_score" and self.backend != "opensearch":
+            raise ValueError("hybrid_normalization z_score needs backend opensearch (the embedded backend has min_max, rrf)")
         return self
 
     @property

@@ -1,9 +1,15 @@
-"""The backend seam: the embedded index today, OpenSearch later."""
+"""The backend seam: the embedded index (tantivy + hnswlib) or OpenSearch.
+
+The protocol is async because the OpenSearch backend is network I/O; the embedded backend runs its
+blocking work in worker threads. It is split into small capabilities so that a caller can say what
+it needs (the ingestor indexes, the search service searches, the API lists).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -17,32 +23,89 @@ FILTER_FIELDS = ("doc_id", "source", "tenant", "content_type")
 #: allowed values (AND across fields, OR within a field).
 Filters = Mapping[str, Sequence[str]]
 
+#: How hybrid search turns a dense and a BM25 list into one: ``min_max`` and ``z_score`` normalise
+#: each list and take the weighted arithmetic mean, ``rrf`` sums ``1 / (rank_constant + rank)``.
+FusionMethod = Literal["min_max", "z_score", "rrf"]
 
-class SearchBackend(Protocol):
-    def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
-        """Index ``chunks`` with their unit-length ``vectors``; an existing ``chunk_id`` is replaced."""
 
-    def delete_document(self, doc_id: str) -> int:
+@dataclass(frozen=True, slots=True)
+class FusionSettings:
+    method: FusionMethod = "min_max"
+    #: Weight of the dense list (BM25 gets ``1 - dense_weight``); ignored by ``rrf``.
+    dense_weight: float = 0.5
+    #: RRF's ``k``: 60 is the value of the original paper and OpenSearch's default.
+    rank_constant: int = 60
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dense_weight <= 1.0:
+            raise ValueError(f"dense_weight must be in [0, 1], got {self.dense_weight}")
+        if self.rank_constant < 1:
+            raise ValueError(f"rank_constant must be >= 1, got {self.rank_constant}")
+
+
+class IndexMismatchError(RuntimeError):
+    """The index was built for other vectors (dimension or model) than configured."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkWriteFailure:
+    chunk_id: str
+    doc_id: str
+    reason: str
+
+
+class ChunkWriteError(RuntimeError):
+    """Some chunks of an upsert were not written; the others were. ``failures`` says which and why."""
+
+    def __init__(self, failures: Sequence[ChunkWriteFailure]) -> None:
+        self.failures = list(failures)
+        shown = "; ".join(f"{f.chunk_id}: {f.reason}" for f in self.failures[:5])
+        more = f" (and {len(self.failures) - 5} more)" if len(self.failures) > 5 else ""
+        super().__init__(f"{len(self.failures)} chunk(s) not indexed: {shown}{more}")
+
+    @property
+    def doc_ids(self) -> set[str]:
+        return {failure.doc_id for failure in self.failures}
+
+
+class Indexer(Protocol):
+    async def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        """Index ``chunks`` with their unit-length ``vectors``; an existing ``chunk_id`` is replaced.
+
+        Searchable once this returns. Raises ``ChunkWriteError`` when some chunks were rejected.
+        """
+
+    async def delete_document(self, doc_id: str) -> int:
         """Remove every chunk of ``doc_id``; returns how many there were."""
 
-    def document_chunk_ids(self, doc_id: str) -> set[str]:
+    async def document_chunk_ids(self, doc_id: str) -> set[str]:
         """Chunk ids currently indexed for ``doc_id`` (empty if unknown)."""
 
-    def document_fingerprint(self, doc_id: str) -> str | None:
+    async def document_fingerprint(self, doc_id: str) -> str | None:
         """The ``doc_fingerprint`` stored with ``doc_id``'s chunks, or None if unknown."""
 
-    def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+
+class Searcher(Protocol):
+    async def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
         """Nearest chunks by cosine; score = (1 + cosine) / 2 in [0, 1]. Filters apply inside the search."""
 
-    def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    async def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
         """Best chunks by BM25 over text and title; score = raw BM25 (>= 0)."""
 
-    def list_documents(self) -> list[DocumentInfo]:
+    async def search_hybrid(
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings
+    ) -> list[ScoredChunk]:
+        """Dense and BM25 fused as ``fusion`` says; min_max in [0, 1], rrf a sum of 1 / (60 + rank)."""
+
+
+class Catalog(Protocol):
+    async def list_documents(self) -> list[DocumentInfo]:
         """One entry per indexed document, ordered by doc_id."""
 
-    def count(self) -> int:
+    async def count(self) -> int:
         """Number of indexed chunks."""
 
-    def close(self) -> None:
-        """Flush and release files; the backend is unusable afterwards."""
 
+class SearchBackend(Indexer, Searcher, Catalog, Protocol):
+    async def close(self) -> None:
+        """Flush and release files or connections; the backend is unusable afterwards."""

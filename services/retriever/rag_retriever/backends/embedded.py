@@ -1,5 +1,8 @@
 """The embedded backend: tantivy (BM25, stored chunks, filter terms) + hnswlib (dense ANN) on local disk.
 
+``EmbeddedIndex`` is the synchronous engine; ``EmbeddedBackend`` is the async ``SearchBackend`` over
+it (each call in a worker thread, hybrid fused in-process by ``fusion.py``).
+
 Tantivy is the source of truth: every chunk is stored there together with its vector and the integer
 label it has in the HNSW graph. The graph is a derived index saved next to it. On open the two are
 reconciled (labels missing from the graph are re-added from the stored vectors, labels tantivy no
@@ -9,6 +12,7 @@ nothing. Labels are never reused, which is what makes that reconciliation unambi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -23,7 +27,8 @@ import tantivy
 from tantivy import Occur, Query
 
 from rag_common.schemas import DocumentInfo
-from rag_retriever.backends.base import FILTER_FIELDS, Filters
+from rag_retriever.backends.base import FILTER_FIELDS, Filters, FusionSettings, IndexMismatchError
+from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
 logger = logging.getLogger(__name__)
@@ -39,10 +44,6 @@ _INITIAL_CAPACITY = 1024
 _WRITER_HEAP_BYTES = 50_000_000
 # Tantivy's default cap on aggregation buckets; list_documents cannot list more documents than this.
 _MAX_LISTED_DOCUMENTS = 65_000
-
-
-class IndexMismatchError(RuntimeError):
-    """The index directory was built for other vectors (dimension or model) than configured."""
 
 
 def _build_schema() -> tantivy.Schema:
@@ -78,7 +79,7 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
-class EmbeddedBackend:
+class EmbeddedIndex:
     def __init__(
         self,
         index_dir: str | Path,
@@ -450,3 +451,60 @@ class EmbeddedBackend:
         _write_atomically(
             self.index_dir / META_FILE, lambda tmp: tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
         )
+
+
+class EmbeddedBackend:
+    """``SearchBackend`` over an ``EmbeddedIndex``: its blocking calls run in worker threads."""
+
+    def __init__(
+        self,
+        index_dir: str | Path,
+        dim: int,
+        hnsw_m: int = 16,
+        ef_construction: int = 200,
+        ef_search: int = 100,
+        *,
+        model_id: str = "",
+    ) -> None:
+        self.index = EmbeddedIndex(index_dir, dim, hnsw_m, ef_construction, ef_search, model_id=model_id)
+
+    async def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        await asyncio.to_thread(self.index.upsert, chunks, vectors)
+
+    async def delete_document(self, doc_id: str) -> int:
+        return await asyncio.to_thread(self.index.delete_document, doc_id)
+
+    async def document_chunk_ids(self, doc_id: str) -> set[str]:
+        return await asyncio.to_thread(self.index.document_chunk_ids, doc_id)
+
+    async def document_fingerprint(self, doc_id: str) -> str | None:
+        return await asyncio.to_thread(self.index.document_fingerprint, doc_id)
+
+    async def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+        return await asyncio.to_thread(self.index.search_dense, vector, k, filters)
+
+    async def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+        return await asyncio.to_thread(self.index.search_bm25, query, k, filters)
+
+    async def search_hybrid(
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings
+    ) -> list[ScoredChunk]:
+        if fusion.method == "z_score":
+            raise ValueError("the embedded backend fuses with min_max or rrf; z_score needs the opensearch backend")
+        # Fusion needs more candidates per list than it returns; both lists are searched concurrently.
+        candidates = candidates_per_list(k)
+        dense, bm25 = await asyncio.gather(
+            self.search_dense(vector, candidates, filters), self.search_bm25(query, candidates, filters)
+        )
+        if fusion.method == "rrf":
+            return rrf_fusion(dense, bm25, k, fusion.rank_constant)
+        return min_max_fusion(dense, bm25, k, fusion.dense_weight)
+
+    async def list_documents(self) -> list[DocumentInfo]:
+        return await asyncio.to_thread(self.index.list_documents)
+
+    async def count(self) -> int:
+        return await asyncio.to_thread(self.index.count)
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.index.close)

@@ -1,0 +1,157 @@
+"""Ingestion throughput: the full ``Ingestor`` path (chunk + embed + index) against the embedder alone.
+
+Takes ``--docs`` real documents (Vaswani abstracts by default, or HotpotQA passages), ingests them
+into a fresh embedded index through the retriever's own ``Ingestor`` in requests of
+``--request-size`` documents (the API's limit is 1000), and separately embeds exactly the chunk
+texts that ingestion produced, in batches of the same size the Ingestor uses. Each is run
+``--repeats`` times, alternating, and the medians are compared:
+
+    overhead = (pipeline - embed only) / pipeline          (goal <= 15 %)
+
+Also reported, to explain the overhead: chunking alone (the embedder's tokenizer) and indexing alone
+(``upsert`` of the precomputed vectors into a fresh index). Prints numbers and writes JSON.
+
+    .venv/bin/python bench/retrieval_ingest.py [--dataset vaswani] [--docs 3000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_eval.datasets import DatasetNotFound, load_dataset
+from rag_eval.harness import BackendAdapter, Retriever, open_embedded_backend, to_documents
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import EMBED_BATCH_SIZE, to_source_document
+from rag_retriever.records import ChunkRecord
+from rag_retriever.settings import RetrieverSettings
+from rag_retriever.tokens import EmbedderTokenizer
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+GOAL_OVERHEAD = 0.15
+
+
+def embed_only(embedder: SentenceTransformerEmbedder, texts: list[str]) -> float:
+    started = time.perf_counter()
+    for start in range(0, len(texts), EMBED_BATCH_SIZE):
+        embedder.encode_documents(texts[start : start + EMBED_BATCH_SIZE])
+    return time.perf_counter() - started
+
+
+async def pipeline(embedder: SentenceTransformerEmbedder, documents: list[Any], workdir: Path, request_size: int) -> tuple[float, int]:
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        retriever = Retriever(Path(tmp) / "index", embedder)
+        try:
+            stats = await retriever.ingest(documents, request_size=request_size)
+        finally:
+            await retriever.close()
+    if stats.failed:
+        print(f"  warning: {stats.failed} documents failed to ingest", file=sys.stderr)
+    return stats.seconds, stats.chunks
+
+
+async def index_only(embedder: Any, chunks: list[ChunkRecord], vectors: np.ndarray, workdir: Path, request_size: int) -> float:
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        adapter = BackendAdapter(open_embedded_backend(Path(tmp) / "index", embedder.dim, RetrieverSettings(), embedder.model_id))
+        try:
+            started = time.perf_counter()
+            # One upsert per ingest request, as the Ingestor does.
+            by_doc: dict[str, list[int]] = {}
+            for row, chunk in enumerate(chunks):
+                by_doc.setdefault(chunk.doc_id, []).append(row)
+            doc_ids = list(by_doc)
+            for start in range(0, len(doc_ids), request_size):
+                rows = [row for doc_id in doc_ids[start : start + request_size] for row in by_doc[doc_id]]
+                await adapter.upsert([chunks[row] for row in rows], vectors[rows])
+            return time.perf_counter() - started
+        finally:
+            await adapter.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", default="vaswani", choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
+    parser.add_argument("--docs", type=int, default=3000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--request-size", type=int, default=1000, help="documents per Ingestor.ingest call")
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "retrieval_ingest.json")
+    args = parser.parse_args()
+
+    try:
+        dataset = load_dataset(args.dataset)
+    except DatasetNotFound as exc:
+        print(f"retrieval_ingest: skipped, {exc}")
+        return
+    documents = to_documents(dataset.corpus.documents()[: args.docs], source=dataset.name)
+
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
+    embedder.warm_up()
+    # The chunk texts the Ingestor will embed (same chunker, same settings).
+    settings = RetrieverSettings()
+    chunker = Chunker(EmbedderTokenizer(embedder), settings.chunk_tokens, settings.chunk_overlap_tokens)
+    t0 = time.perf_counter()
+    chunks = [c for d in documents for c in chunker.chunk_document(to_source_document(d))]
+    chunk_s = time.perf_counter() - t0
+    texts = [chunk.text for chunk in chunks]
+    tokens = [embedder.count_tokens(text) for text in texts]
+    print(f"{len(documents)} {dataset.name} documents → {len(chunks)} chunks, {statistics.fmean(tokens):.0f} tokens each on average")
+    embed_only(embedder, texts[:256])  # warm-up
+
+    embed_runs, pipeline_runs = [], []
+    for repeat in range(args.repeats):
+        embed_runs.append(embed_only(embedder, texts))
+        seconds, written = asyncio.run(pipeline(embedder, documents, args.workdir, args.request_size))
+        pipeline_runs.append(seconds)
+        print(f"  run {repeat + 1}: embed only {embed_runs[-1]:.1f} s, pipeline {seconds:.1f} s ({written} chunks)", flush=True)
+    vectors = embedder.encode_documents(texts)
+    index_s = asyncio.run(index_only(embedder, chunks, vectors, args.workdir, args.request_size))
+
+    embed_s = statistics.median(embed_runs)
+    pipeline_s = statistics.median(pipeline_runs)
+    overhead = (pipeline_s - embed_s) / pipeline_s
+    result = {
+        "dataset": dataset.name,
+        "documents": len(documents),
+        "chunks": len(chunks),
+        "mean_chunk_tokens": round(statistics.fmean(tokens), 1),
+        "request_size": args.request_size,
+        "embed_batch_size": EMBED_BATCH_SIZE,
+        "repeats": args.repeats,
+        "embed_only_s": round(embed_s, 2),
+        "pipeline_s": round(pipeline_s, 2),
+        "embed_only_chunks_per_s": round(len(chunks) / embed_s, 1),
+        "pipeline_chunks_per_s": round(len(chunks) / pipeline_s, 1),
+        "overhead": round(overhead, 4),
+        "goal_overhead": GOAL_OVERHEAD,
+        "chunking_only_s": round(chunk_s, 2),
+        "index_only_s": round(index_s, 2),
+        "runs": {"embed_only_s": [round(x, 2) for x in embed_runs], "pipeline_s": [round(x, 2) for x in pipeline_runs]},
+        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+    }
+    print("\n| documents | chunks | embed only chunks/s | pipeline chunks/s | overhead | chunking s | indexing s |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {len(documents):,} {dataset.name} | {len(chunks):,} | {result['embed_only_chunks_per_s']} | "
+        f"{result['pipeline_chunks_per_s']} | {overhead:.1%} | {chunk_s:.2f} | {index_s:.2f} |"
+    )
+    verdict = "meets" if overhead <= GOAL_OVERHEAD else "MISSES"
+    print(f"goal: overhead <= {GOAL_OVERHEAD:.0%}: {overhead:.1%} ({verdict})")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

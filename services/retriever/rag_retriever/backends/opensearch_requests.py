@@ -1,0 +1,364 @@
+"""Every request body the OpenSearch backend sends, as pure functions, and the parsers of the answers.
+
+No I/O here: each builder maps our inputs to the JSON OpenSearch 2.19 expects, so the golden tests
+pin the exact DSL and the backend class stays a thin sequence of calls. Target version: the
+``opensearchproject/opensearch:2.19.x`` image of docker-compose.yml (faiss ``cosinesimil`` needs
+2.19, the ``score-ranker-processor`` 2.19, knn ``method_parameters`` 2.16; ``z_score``
+normalization needs 3.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from rag_retriever.backends.base import FILTER_FIELDS, ChunkWriteFailure, Filters, FusionSettings
+from rag_retriever.fusion import candidates_per_list
+from rag_retriever.records import ChunkRecord, ScoredChunk
+
+#: Bump when the mapping or index settings change; then run ``reindex_into_new_version``.
+TEMPLATE_VERSION = 1
+VECTOR_FIELD = "embedding"
+#: Vectors are stored in ``_source`` (reindexing needs them) but never sent back with hits.
+SOURCE_WITHOUT_VECTOR = {"excludes": [VECTOR_FIELD]}
+#: A title match says more about a chunk than one in its body.
+BM25_FIELDS = ["text", "title^2"]
+#: Metadata values that are also indexed as exact-match keyword fields (when strings or string lists).
+METADATA_KEYWORDS = ("tenant", "content_type", "acl")
+#: The chunk fields stored and returned as they are (``ChunkRecord.to_payload``).
+CHUNK_FIELDS = tuple(f.name for f in fields(ChunkRecord))
+#: Names of the search pipelines per fusion method (``{alias}-hybrid-{name}``).
+PIPELINE_SUFFIX = {"min_max": "minmax", "z_score": "zscore", "rrf": "rrf"}
+
+KnnEngine = Literal["faiss", "lucene"]
+KnnSpace = Literal["cosinesimil", "innerproduct"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexConfig:
+    """What the index is built for; ``dim`` and ``model_id`` come from the embedder."""
+
+    alias: str
+    dim: int
+    model_id: str = ""
+    engine: KnnEngine = "faiss"
+    space: KnnSpace = "cosinesimil"
+    m: int = 16
+    ef_construction: int = 200
+    ef_search: int = 100
+
+    @property
+    def template_name(self) -> str:
+        return f"{self.alias}-template"
+
+
+# --------------------------------------------------------------------------- index, template, aliases
+
+
+def physical_index_name(alias: str, now: datetime) -> str:
+    return f"{alias}-v{TEMPLATE_VERSION}-{now:%Y%m%d-%H%M%S}"
+
+
+def index_template_body(config: IndexConfig) -> dict[str, Any]:
+    """``PUT _index_template/{alias}-template``: every ``{alias}-v*`` physical index gets this."""
+    keyword = {"type": "keyword"}
+    return {
+        "index_patterns": [f"{config.alias}-v*"],
+        "priority": 100,
+        "version": TEMPLATE_VERSION,
+        "template": {
+            "settings": {
+                "index": {
+                    "knn": True,
+                    # Default ef at query time for faiss (lucene uses k); queries raise it to k.
+                    "knn.algo_param.ef_search": config.ef_search,
+                }
+            },
+            "mappings": {
+                # A field the code does not know is a bug: reject the document instead of guessing a type.
+                "dynamic": "strict",
+                # Checked on startup: vectors of another model or dimension are not comparable.
+                "_meta": {"template_version": TEMPLATE_VERSION, "model_id": config.model_id, "dim": config.dim},
+                "properties": {
+                    VECTOR_FIELD: {
+                        "type": "knn_vector",
+                        "dimension": config.dim,
+                        "method": {
+                            "name": "hnsw",
+                            "engine": config.engine,
+                            "space_type": config.space,
+                            "parameters": {"m": config.m, "ef_construction": config.ef_construction},
+                        },
+                    },
+                    "text": {"type": "text", "analyzer": "english"},
+                    "title": {
+                        "type": "text",
+                        "analyzer": "english",
+                        "fields": {"keyword": {"type": "keyword", "ignore_above": 256}},
+                    },
+                    "chunk_id": keyword,
+                    "doc_id": keyword,
+                    "source": keyword,
+                    "section_path": keyword,
+                    "content_type": keyword,
+                    "tenant": keyword,
+                    "acl": keyword,
+                    "table_id": keyword,
+                    "doc_fingerprint": keyword,
+                    "page": {"type": "integer"},
+                    "chunk_index": {"type": "integer"},
+                    # Returned as stored, never searched: any shape a document's metadata has is fine.
+                    "metadata": {"type": "object", "enabled": False},
+                    "created_at": {"type": "date"},
+                    "updated_at": {"type": "date"},
+                },
+            },
+        },
+    }
+
+
+def create_index_body(alias: str | None) -> dict[str, Any]:
+    """``PUT /{physical}``: settings and mappings come from the template; the alias (if any) atomically."""
+    return {"aliases": {alias: {}}} if alias else {}
+
+
+def reindex_body(source: str, dest: str) -> dict[str, Any]:
+    return {"source": {"index": source}, "dest": {"index": dest}}
+
+
+def alias_swap_body(alias: str, old_indices: Iterable[str], new_index: str) -> dict[str, Any]:
+    """``POST _aliases``: one request, so readers and writers see the old index or the new, never neither."""
+    actions: list[dict[str, Any]] = [{"remove": {"index": old, "alias": alias}} for old in sorted(old_indices)]
+    actions.append({"add": {"index": new_index, "alias": alias}})
+    return {"actions": actions}
+
+
+# --------------------------------------------------------------------------- search pipelines
+
+
+def pipeline_name(alias: str, fusion: FusionSettings) -> str:
+    """A pure function of the fusion parameters: replicas with other settings (say, mid rolling
+    deploy) use their own pipeline instead of overwriting each other's weights."""
+    name = f"{alias}-hybrid-{PIPELINE_SUFFIX[fusion.method]}"
+    if fusion.method == "rrf":
+        return name if fusion.rank_constant == 60 else f"{name}-k{fusion.rank_constant}"
+    per_mille = round(fusion.dense_weight * 1000)
+    return name if per_mille == 500 else f"{name}-dense{per_mille}"
+
+
+def pipeline_body(fusion: FusionSettings) -> dict[str, Any]:
+    """``PUT _search/pipeline/{name}``. Weights are in sub-query order: [dense, bm25]."""
+    if fusion.method == "rrf":
+        processor = {
+            "score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": fusion.rank_constant}}
+        }
+        description = f"RRF of [dense, bm25], rank_constant {fusion.rank_constant}"
+    else:
+        # Rounded so they sum to exactly 1.0, which the processor requires.
+        dense = round(fusion.dense_weight, 4)
+        weights = [dense, round(1.0 - dense, 4)]
+        processor = {
+            "normalization-processor": {
+                "normalization": {"technique": fusion.method},
+                "combination": {"technique": "arithmetic_mean", "parameters": {"weights": weights}},
+            }
+        }
+        description = f"{fusion.method} then weighted mean of [dense, bm25] = {weights}"
+    return {"description": description, "phase_results_processors": [processor]}
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def filter_clauses(filters: Filters | None) -> list[dict[str, Any]]:
+    """One ``terms`` clause per field: AND across fields, OR within one, exact keyword matches."""
+    clauses = []
+    for field, values in (filters or {}).items():
+        if field not in FILTER_FIELDS:
+            raise ValueError(f"unknown filter field {field!r}; allowed: {', '.join(FILTER_FIELDS)}")
+        clauses.append({"terms": {field: [values] if isinstance(values, str) else list(values)}})
+    return clauses
+
+
+def knn_clause(vector: np.ndarray, k: int, filters: Filters | None, ef_search: int) -> dict[str, Any]:
+    """The dense query. The filter sits inside the knn clause (efficient filtering: k allowed hits
+    come back, as in the embedded backend) rather than in a bool around it (post-filtering).
+
+    ``num_candidates`` of other engines maps to ``method_parameters.ef_search``: the HNSW candidate
+    list per shard, raised to ``k`` (faiss uses it as given, lucene uses max(k, ef_search)).
+    """
+    body: dict[str, Any] = {
+        "vector": np.asarray(vector, dtype=np.float32).reshape(-1).tolist(),
+        "k": k,
+        "method_parameters": {"ef_search": max(ef_search, k)},
+    }
+    clauses = filter_clauses(filters)
+    if clauses:
+        body["filter"] = {"bool": {"filter": clauses}}
+    return {"knn": {VECTOR_FIELD: body}}
+
+
+def bm25_clause(query: str, filters: Filters | None) -> dict[str, Any]:
+    # most_fields sums the fields' scores, like the embedded backend's BM25 over text + title.
+    match = {"multi_match": {"query": query, "fields": list(BM25_FIELDS), "type": "most_fields"}}
+    clauses = filter_clauses(filters)
+    # Filter context: decides membership without touching the BM25 score.
+    return {"bool": {"must": [match], "filter": clauses}} if clauses else match
+
+
+def dense_search_body(vector: np.ndarray, k: int, filters: Filters | None, ef_search: int) -> dict[str, Any]:
+    return {"size": k, "_source": SOURCE_WITHOUT_VECTOR, "query": knn_clause(vector, k, filters, ef_search)}
+
+
+def bm25_search_body(query: str, k: int, filters: Filters | None) -> dict[str, Any]:
+    return {"size": k, "_source": SOURCE_WITHOUT_VECTOR, "query": bm25_clause(query, filters)}
+
+
+def hybrid_search_body(
+    query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int
+) -> dict[str, Any]:
+    """Sent with ``search_pipeline=<pipeline_name>``; without it OpenSearch would not fuse at all.
+
+    Each sub-query yields up to ``size`` hits per shard, and normalization sees only those, so
+    ``size`` is the per-list candidate depth of the embedded backend (``candidates_per_list``);
+    the caller keeps the first ``k``. Filters go inside each sub-query (the hybrid-level ``filter``
+    needs OpenSearch 3.0).
+    """
+    candidates = candidates_per_list(k)
+    return {
+        "size": candidates,
+        "_source": SOURCE_WITHOUT_VECTOR,
+        "query": {
+            "hybrid": {
+                # Order matters: the pipeline's weights are [dense, bm25].
+                "queries": [knn_clause(vector, candidates, filters, ef_search), bm25_clause(query, filters)]
+            }
+        },
+    }
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def doc_query(doc_id: str) -> dict[str, Any]:
+    return {"term": {"doc_id": doc_id}}
+
+
+def delete_document_body(doc_id: str) -> dict[str, Any]:
+    return {"query": doc_query(doc_id)}
+
+
+def chunk_ids_body(doc_id: str, page_size: int, after: str | None = None) -> dict[str, Any]:
+    """One page of a document's chunk ids, sorted so ``search_after`` can page through any number."""
+    body: dict[str, Any] = {
+        "size": page_size,
+        "_source": False,
+        "query": doc_query(doc_id),
+        "sort": [{"chunk_id": "asc"}],
+    }
+    if after is not None:
+        body["search_after"] = [after]
+    return body
+
+
+def fingerprint_body(doc_id: str) -> dict[str, Any]:
+    return {"size": 1, "_source": ["doc_fingerprint"], "query": doc_query(doc_id)}
+
+
+def list_documents_body(page_size: int, after: str | None = None) -> dict[str, Any]:
+    """One page of documents: a composite aggregation on doc_id (pages through all of them, unlike
+    ``terms``), with one chunk's title and source per document."""
+    composite: dict[str, Any] = {"size": page_size, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]}
+    if after is not None:
+        composite["after"] = {"doc_id": after}
+    return {
+        "size": 0,
+        "aggs": {
+            "docs": {
+                "composite": composite,
+                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source"]}}}},
+            }
+        },
+    }
+
+
+def _keywords(value: Any) -> str | list[str] | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return value
+    return None
+
+
+def chunk_source(chunk: ChunkRecord, vector: np.ndarray, now: str) -> dict[str, Any]:
+    """The stored document of one chunk: its payload (every ``ChunkRecord`` field; a new one the
+    mapping lacks is rejected by ``dynamic: strict`` rather than silently lost), the metadata
+    keywords, timestamps and the vector. ``created_at`` = ``updated_at``: the ingestor replaces a
+    changed document's chunks whole, so a chunk is never updated in place."""
+    source = {key: value for key, value in chunk.to_payload().items() if value is not None}
+    for key in METADATA_KEYWORDS:
+        value = _keywords(chunk.metadata.get(key))
+        if value is not None:
+            source[key] = value
+    source["created_at"] = now
+    source["updated_at"] = now
+    source[VECTOR_FIELD] = np.asarray(vector, dtype=np.float32).tolist()
+    return source
+
+
+def bulk_actions(
+    index: str, chunks: Sequence[ChunkRecord], vectors: np.ndarray, now: str
+) -> list[dict[str, Any]]:
+    """``index`` actions (create or replace) keyed by chunk id: re-sending a chunk never duplicates it."""
+    return [
+        {"_op_type": "index", "_index": index, "_id": chunk.chunk_id, "_source": chunk_source(chunk, vector, now)}
+        for chunk, vector in zip(chunks, vectors, strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def bulk_failures(errors: Iterable[dict[str, Any]], doc_id_of: dict[str, str]) -> list[ChunkWriteFailure]:
+    """``async_bulk``'s per-item errors (``{op: {"_id", "status", "error"}}``) → one failure per chunk."""
+    failures = []
+    for item in errors:
+        [(_, info)] = item.items()
+        chunk_id = str(info.get("_id", ""))
+        error = info.get("error")
+        if isinstance(error, dict):
+            reason = f"{error.get('type', 'error')}: {error.get('reason', '')}".strip()
+        else:
+            reason = str(error)
+        reason = f"{reason} (HTTP {info.get('status')})"
+        failures.append(ChunkWriteFailure(chunk_id=chunk_id, doc_id=doc_id_of.get(chunk_id, ""), reason=reason))
+    return failures
+
+
+def chunk_from_source(source: dict[str, Any]) -> ChunkRecord:
+    # Absent fields (stored as null, or older documents) take the dataclass defaults.
+    return ChunkRecord.from_payload({key: source[key] for key in CHUNK_FIELDS if source.get(key) is not None})
+
+
+def dense_score(raw: float, space: KnnSpace) -> float:
+    """OpenSearch's k-NN score → ``(1 + cosine) / 2`` in [0, 1], the embedded backend's dense score.
+
+    ``cosinesimil`` already scores ``(2 - (1 - cos)) / 2``. ``innerproduct`` scores ``1 + dot`` for a
+    positive dot product and ``1 / (1 - dot)`` otherwise; with unit vectors ``dot`` is the cosine.
+    """
+    if space == "innerproduct":
+        cosine = raw - 1.0 if raw >= 1.0 else 1.0 - 1.0 / max(raw, 1e-12)
+        raw = (1.0 + cosine) / 2.0
+    return min(max(raw, 0.0), 1.0)
+
+
+def scored_hits(response: dict[str, Any], score: Any = float) -> list[ScoredChunk]:
+    """A search answer's hits in order, each score passed through ``score``."""
+    return [
+        ScoredChunk(chunk_from_source(hit["_source"]), score(float(hit["_score"])))
+        for hit in response.get("hits", {}).get("hits", [])
+    ]

@@ -1,0 +1,15 @@
+"""Plain text: one document, titled after the file."""
+
+from __future__ import annotations
+
+from rag_common.schemas import DocumentIn
+from rag_retriever.parsers.base import PLAIN_TEXT, decode_text, stem
+
+
+class PlainTextParser:
+    extensions = (".txt",)
+    mime_types = (PLAIN_TEXT,)
+
+    def parse(self, name: str, data: bytes) -> list[DocumentIn]:
+        text = decode_text(data)
+        return [DocumentIn(id=name, text=text, title=stem(name), source=name, metadata={"content_type": PLAIN_TEXT})]

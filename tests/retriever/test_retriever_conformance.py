@@ -1,0 +1,337 @@
+"""One behaviour, every backend: the same checks against the embedded backend and, when
+``OPENSEARCH_URL`` is set (``make test-opensearch``), against a live OpenSearch cluster.
+
+Real MiniLM vectors throughout. The quality check runs on a slice of the Vaswani test collection
+(``$RAG_DATASETS_DIR/vaswani``): hybrid must not rank worse than either of its two lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import random
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.backends.embedded import EmbeddedBackend
+from rag_retriever.records import ChunkRecord, ScoredChunk
+
+MODEL_ID = "all-MiniLM-L6-v2"
+DIM = 384
+CORPUS_SIZE = 12
+LIVE_CLUSTER_SKIP = "set OPENSEARCH_URL to run against a live cluster"
+MIN_MAX, RRF = FusionSettings("min_max"), FusionSettings("rrf")
+
+
+@dataclass
+class Harness:
+    """Opens the backend under test over storage that outlives each opened instance."""
+
+    kind: str
+    open: Callable[[], Awaitable[SearchBackend]]
+    cleanup: Callable[[], Awaitable[None]]
+
+
+def embedded_harness(directory: Path) -> Harness:
+    async def open_backend() -> SearchBackend:
+        return await asyncio.to_thread(EmbeddedBackend, directory, DIM, model_id=MODEL_ID)
+
+    async def cleanup() -> None:
+        pass
+
+    return Harness("embedded", open_backend, cleanup)
+
+
+def opensearch_harness(url: str) -> Harness:
+    from opensearchpy import AsyncOpenSearch
+
+    from rag_retriever.backends.opensearch import OpenSearchBackend
+    from rag_retriever.backends.opensearch_requests import IndexConfig
+
+    # A fresh alias per harness, so runs never see each other's chunks.
+    config = IndexConfig(alias=f"rag-conformance-{uuid.uuid4().hex[:10]}", dim=DIM, model_id=MODEL_ID)
+
+    async def open_backend() -> SearchBackend:
+        backend = OpenSearchBackend(AsyncOpenSearch(hosts=[url], timeout=60), config)
+        await backend.ensure_index()
+        return backend
+
+    async def cleanup() -> None:
+        client = AsyncOpenSearch(hosts=[url])
+        try:
+            await client.indices.delete(index=f"{config.alias}-v*", ignore=[404])
+            await client.indices.delete_index_template(name=config.template_name, ignore=[404])
+            for suffix in ("minmax", "zscore", "rrf"):
+                await client.search_pipeline.delete(id=f"{config.alias}-hybrid-{suffix}", ignore=[404])
+        finally:
+            await client.close()
+
+    return Harness("opensearch", open_backend, cleanup)
+
+
+async def make_harness(kind: str, directory: Path) -> Harness:
+    if kind == "embedded":
+        return embedded_harness(directory)
+    url = os.environ.get("OPENSEARCH_URL")
+    if not url:
+        pytest.skip(LIVE_CLUSTER_SKIP)
+    return opensearch_harness(url)
+
+
+@pytest.fixture(params=["embedded", "opensearch"])
+async def harness(request, tmp_path: Path) -> AsyncIterator[Harness]:
+    made = await make_harness(request.param, tmp_path / "index")
+    yield made
+    await made.cleanup()
+
+
+@pytest.fixture
+async def backend(harness: Harness) -> AsyncIterator[SearchBackend]:
+    opened = await harness.open()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+async def loaded(backend: SearchBackend, corpus_chunks) -> SearchBackend:
+    await backend.upsert(*corpus_chunks)
+    return backend
+
+
+def query_vector(embedder, text: str) -> np.ndarray:
+    return embedder.encode_queries([text])[0]
+
+
+def doc_ids(hits: list[ScoredChunk]) -> list[str]:
+    return [hit.chunk.doc_id for hit in hits]
+
+
+def chunk(doc_id: str, index: int, text: str) -> ChunkRecord:
+    return ChunkRecord(chunk_id=f"{doc_id}:{index}", doc_id=doc_id, text=text, chunk_index=index, source=f"{doc_id}.txt")
+
+
+# --------------------------------------------------------------------------- writes
+
+
+async def test_upsert_is_idempotent_per_chunk_id(loaded: SearchBackend, corpus_chunks):
+    chunks, vectors = corpus_chunks
+    await loaded.upsert(chunks[:3], vectors[:3])
+    await loaded.upsert(chunks[:1], vectors[:1])
+
+    assert await loaded.count() == CORPUS_SIZE
+    assert [hit.chunk.chunk_id for hit in await loaded.search_bm25("chlorophyll chloroplasts", 10)] == [
+        chunks[0].chunk_id
+    ]
+    dense = await loaded.search_dense(vectors[0], CORPUS_SIZE)
+    assert len(dense) == CORPUS_SIZE and len({hit.chunk.chunk_id for hit in dense}) == CORPUS_SIZE
+    assert await loaded.document_chunk_ids("photosynthesis") == {chunks[0].chunk_id}
+    assert await loaded.document_fingerprint("photosynthesis") == chunks[0].doc_fingerprint
+
+
+async def test_delete_document_removes_all_its_chunks(backend: SearchBackend, embedder):
+    texts = ["Glaciers carve U-shaped valleys.", "Moraines are ridges of glacial debris.", "Icebergs calve from glaciers."]
+    chunks = [chunk("glaciers", i, text) for i, text in enumerate(texts)]
+    chunks.append(chunk("deserts", 0, "Sand dunes migrate with the prevailing wind."))
+    vectors = embedder.encode_documents([c.text for c in chunks])
+    await backend.upsert(chunks, vectors)
+    assert await backend.document_chunk_ids("glaciers") == {c.chunk_id for c in chunks[:3]}
+
+    assert await backend.delete_document("glaciers") == 3
+
+    assert await backend.count() == 1
+    assert await backend.document_chunk_ids("glaciers") == set()
+    assert await backend.document_fingerprint("glaciers") is None
+    assert await backend.search_bm25("glaciers moraines icebergs", 10) == []
+    for vector in vectors[:3]:
+        assert doc_ids(await backend.search_dense(vector, 10)) == ["deserts"]
+    assert doc_ids(await backend.search_hybrid("glaciers", vectors[0], 10, None, MIN_MAX)) == ["deserts"]
+    assert await backend.delete_document("glaciers") == 0
+    assert [info.doc_id for info in await backend.list_documents()] == ["deserts"]
+
+
+async def test_reopening_keeps_everything(harness: Harness, corpus_chunks, embedder):
+    chunks, vectors = corpus_chunks
+    first = await harness.open()
+    await first.upsert(chunks, vectors)
+    await first.delete_document("jazz")
+    query = query_vector(embedder, "three-way handshake")
+    before = (
+        [h.chunk for h in await first.search_dense(query, 5)],
+        await first.search_bm25("handshake", 5),
+        await first.list_documents(),
+    )
+    await first.close()
+
+    reopened = await harness.open()
+    try:
+        assert await reopened.count() == CORPUS_SIZE - 1
+        assert [h.chunk for h in await reopened.search_dense(query, 5)] == before[0]
+        assert await reopened.search_bm25("handshake", 5) == before[1]
+        assert await reopened.list_documents() == before[2]
+        assert await reopened.search_bm25("saxophonist", 5) == []
+    finally:
+        await reopened.close()
+
+
+# --------------------------------------------------------------------------- filters
+
+#: For each tenant, a query whose best match overall belongs to the other tenant.
+TENANT_QUERIES = {
+    "acme": ("volcano lava magma eruption", "volcanoes"),
+    "globex": ("sourdough starter wild yeast bread", "sourdough"),
+}
+
+
+@pytest.mark.parametrize("tenant", ["acme", "globex"])
+async def test_tenant_filter_is_exact_in_every_mode(loaded: SearchBackend, embedder, corpus, tenant):
+    tenant_of = {doc_id: doc_tenant for doc_id, doc_tenant, _, _ in corpus}
+    query, best_elsewhere = TENANT_QUERIES[tenant]
+    vector = query_vector(embedder, query)
+    assert doc_ids(await loaded.search_bm25(query, 1)) == [best_elsewhere]
+    assert doc_ids(await loaded.search_dense(vector, 1)) == [best_elsewhere]
+
+    filters = {"tenant": [tenant]}
+    # k = 1: a post-filter would find nothing; the filter must act inside the search.
+    assert [tenant_of[d] for d in doc_ids(await loaded.search_dense(vector, 1, filters))] == [tenant]
+    dense = await loaded.search_dense(vector, CORPUS_SIZE, filters)
+    bm25 = await loaded.search_bm25(query + " the and of", CORPUS_SIZE, filters)
+    hybrid = [
+        hit for fusion in (MIN_MAX, RRF) for hit in await loaded.search_hybrid(query, vector, CORPUS_SIZE, filters, fusion)
+    ]
+    assert len(dense) == CORPUS_SIZE // 2
+    assert bm25 and hybrid
+    assert {tenant_of[d] for d in doc_ids(dense) + doc_ids(bm25) + doc_ids(hybrid)} == {tenant}
+    assert await loaded.search_dense(vector, 3, {"tenant": ["nobody"]}) == []
+    assert await loaded.search_hybrid(query, vector, 3, {"tenant": ["nobody"]}, MIN_MAX) == []
+
+
+# --------------------------------------------------------------------------- ranking on the fixed corpus
+
+TOP_HITS = [
+    ("bm25", "sourdough starter hydration", "sourdough"),
+    ("bm25", "SYN-ACK handshake", "tcp"),
+    ("bm25", "erupting volcano", "volcanoes"),
+    ("dense", "mountain spewing molten rock", "volcanoes"),
+    ("dense", "fermented loaf with a tangy taste", "sourdough"),
+    ("dense", "How do plants make their food from sunlight?", "photosynthesis"),
+    ("hybrid", "GIL threads bytecode", "python-gil"),
+    ("hybrid", "what happens when a massive star collapses", "black-holes"),
+    ("hybrid", "matcha whisk ritual", "tea-ceremony"),
+]
+
+
+async def search(backend: SearchBackend, mode: str, query: str, vector: np.ndarray, k: int, fusion=MIN_MAX):
+    if mode == "dense":
+        return await backend.search_dense(vector, k)
+    if mode == "bm25":
+        return await backend.search_bm25(query, k)
+    return await backend.search_hybrid(query, vector, k, None, fusion)
+
+
+async def test_each_mode_ranks_the_expected_document_first(loaded: SearchBackend, embedder):
+    for mode, query, expected in TOP_HITS:
+        vector = query_vector(embedder, query)
+        for fusion in (MIN_MAX, RRF) if mode == "hybrid" else (MIN_MAX,):
+            hits = await search(loaded, mode, query, vector, 3, fusion)
+            assert doc_ids(hits)[:1] == [expected], (mode, query, fusion.method, doc_ids(hits))
+
+
+async def test_scores_are_in_their_documented_ranges(loaded: SearchBackend, embedder, corpus_chunks):
+    query = "volcanic eruption"
+    vector = query_vector(embedder, query)
+    dense = await loaded.search_dense(vector, CORPUS_SIZE)
+    bm25 = await loaded.search_bm25(query, CORPUS_SIZE)
+    min_max = await loaded.search_hybrid(query, vector, CORPUS_SIZE, None, MIN_MAX)
+    rrf = await loaded.search_hybrid(query, vector, CORPUS_SIZE, None, RRF)
+    for hits in (dense, bm25, min_max, rrf):
+        assert hits and [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(0.0 <= h.score <= 1.0 for h in dense + min_max)
+    # Dense: (1 + cosine) / 2 of the unit vectors.
+    chunks, vectors = corpus_chunks
+    row = {c.chunk_id: i for i, c in enumerate(chunks)}
+    for hit in dense:
+        assert hit.score == pytest.approx((1.0 + float(vectors[row[hit.chunk.chunk_id]] @ vector)) / 2.0, abs=1e-3)
+    assert bm25[0].score > 1.0 and all(h.score > 0.0 for h in bm25)  # raw BM25
+    assert min_max[0].chunk.doc_id == "volcanoes" and min_max[0].score == pytest.approx(1.0)  # best in both lists
+    assert rrf[0].score == pytest.approx(2 / 61) and all(h.score <= 2 / 61 + 1e-9 for h in rrf)
+
+
+# --------------------------------------------------------------------------- quality on real data
+
+DATASETS = Path(os.environ.get("RAG_DATASETS_DIR", Path(__file__).resolve().parents[3] / "shared" / "datasets"))
+VASWANI = DATASETS / "vaswani"
+QUERIES = 20
+#: Queries with fewer judged documents make nDCG a coin toss, more make the corpus slow to embed.
+JUDGED_PER_QUERY = range(3, 13)
+DISTRACTORS = 200
+#: Hybrid may trail the better single list by this much nDCG@10 (noise of 20 queries).
+TOLERANCE = 0.02
+
+
+@dataclass
+class Collection:
+    chunks: list[ChunkRecord]
+    vectors: np.ndarray
+    queries: dict[str, str]
+    qrels: dict[str, set[str]]
+
+
+def read_vaswani() -> tuple[dict[str, str], dict[str, str], dict[str, set[str]]]:
+    corpus = VASWANI / "corpus" / "doc-text.trec"
+    docs = dict(re.findall(r"<DOCNO>\s*(\S+)\s*</DOCNO>(.*?)</DOC>", corpus.read_text(), re.S))
+    topics = (VASWANI / "query-text.trec").read_text()
+    queries = {qid: " ".join(text.split()) for qid, text in re.findall(r"<num>\s*(\S+)\s*</num>\s*<title>(.*?)</title>", topics, re.S)}
+    qrels: dict[str, set[str]] = {}
+    for line in (VASWANI / "qrels").read_text().splitlines():
+        qid, _, docno, rel = line.split()
+        if int(rel) > 0:
+            qrels.setdefault(qid, set()).add(docno)
+    return {d: " ".join(t.split()) for d, t in docs.items()}, queries, qrels
+
+
+@pytest.fixture(scope="module")
+def vaswani(embedder) -> Collection:
+    if not (VASWANI / "qrels").exists():
+        pytest.skip(f"Vaswani collection not found at {VASWANI} (set RAG_DATASETS_DIR to the shared datasets folder)")
+    docs, queries, qrels = read_vaswani()
+    qids = sorted((q for q in queries if len(qrels.get(q, ())) in JUDGED_PER_QUERY), key=int)[:QUERIES]
+    judged = set().union(*(qrels[q] for q in qids))
+    others = sorted(set(docs) - judged, key=int)
+    kept = sorted(judged | set(random.Random(7).sample(others, DISTRACTORS)), key=int)
+    chunks = [ChunkRecord(chunk_id=f"vaswani-{d}", doc_id=d, text=docs[d], chunk_index=0) for d in kept]
+    vectors = embedder.encode_documents([c.text for c in chunks])
+    return Collection(chunks, vectors, {q: queries[q].lower() for q in qids}, {q: qrels[q] for q in qids})
+
+
+def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
+    dcg = sum(1.0 / math.log2(rank + 2) for rank, doc in enumerate(ranked[:10]) if doc in relevant)
+    ideal = sum(1.0 / math.log2(rank + 2) for rank in range(min(10, len(relevant))))
+    return dcg / ideal
+
+
+async def test_hybrid_is_at_least_as_good_as_either_list_on_vaswani(backend: SearchBackend, vaswani, embedder):
+    await backend.upsert(vaswani.chunks, vaswani.vectors)
+    vectors = embedder.encode_queries(list(vaswani.queries.values()))
+    scores: dict[str, list[float]] = {"dense": [], "bm25": [], "min_max": [], "rrf": []}
+    for (qid, query), vector in zip(vaswani.queries.items(), vectors, strict=True):
+        runs = {
+            "dense": await backend.search_dense(vector, 10),
+            "bm25": await backend.search_bm25(query, 10),
+            "min_max": await backend.search_hybrid(query, vector, 10, None, MIN_MAX),
+            "rrf": await backend.search_hybrid(query, vector, 10, None, RRF),
+        }
+        for name, hits in runs.items():
+            scores[name].append(ndcg_at_10(doc_ids(hits), vaswani.qrels[qid]))
+    mean = {name: sum(values) / len(values) for name, values in scores.items()}
+    best_single = max(mean["dense"], mean["bm25"])
+    print(f"{backend.__class__.__name__} nDCG@10 over {len(vaswani.queries)} Vaswani queries: {mean}")
+    for fused in ("min_max", "rrf"):
+        assert mean[fused] >= best_single - TOLERANCE, mean

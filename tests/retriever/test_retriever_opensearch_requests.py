@@ -1,0 +1,593 @@
+"""Golden tests of the OpenSearch backend: the real ``OpenSearchBackend`` and the real opensearch-py
+client, with only the HTTP connection replaced by a recorder (``opensearch_fake``). Every expected
+body is spelled out literally: a change to the DSL must show up here as a diff.
+
+DSL checked against the OpenSearch 2.19 documentation (knn_vector / methods and engines, k-NN query,
+efficient filtering, hybrid query, normalization-processor, score-ranker-processor, index templates,
+aliases); a live cluster run is ``make test-opensearch``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from opensearch_fake import FakeCluster, hit, hits_answer
+
+from rag_common.schemas import DocumentIn, DocumentInfo
+from rag_retriever.backends.base import ChunkWriteError, ChunkWriteFailure, FusionSettings, IndexMismatchError
+from rag_retriever.backends.opensearch import OpenSearchBackend
+from rag_retriever.backends.opensearch_requests import IndexConfig, pipeline_name
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import Ingestor
+from rag_retriever.locking import ReadWriteLock
+from rag_retriever.records import ChunkRecord, ScoredChunk
+
+ALIAS = "rag-chunks"
+NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+STAMP = "2025-01-02T03:04:05.678+00:00"
+PHYSICAL = "rag-chunks-v1-20250102-030405"
+CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
+QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
+SOURCE_EXCLUDES = {"excludes": ["embedding"]}
+ACME = {"tenant": ["acme"]}
+KNN = {"vector": [0.5, 0.5, 0.5, 0.5], "k": 5, "method_parameters": {"ef_search": 100}}
+ACME_FILTER = {"bool": {"filter": [{"terms": {"tenant": ["acme"]}}]}}
+MULTI_MATCH = {"multi_match": {"query": "volcano lava", "fields": ["text", "title^2"], "type": "most_fields"}}
+
+
+def chunk(doc_id: str, index: int, text: str, **fields) -> ChunkRecord:
+    return ChunkRecord(
+        chunk_id=f"{doc_id}:{index}:abc", doc_id=doc_id, text=text, chunk_index=index, title=doc_id.title(),
+        source=f"{doc_id}.txt", doc_fingerprint="fp-" + doc_id, **fields,
+    )
+
+
+VOLCANO = chunk("volcanoes", 0, "Lava rises.", page=3, section_path=["Geology", "Volcanoes"],
+                metadata={"tenant": "acme", "content_type": "text/markdown", "acl": ["geo", "staff"], "year": 2024})
+JAZZ = chunk("jazz", 0, "| Style | Era |", table_id="jazz-t1", metadata={"tenant": "globex", "content_type": "text/plain"})
+
+
+def source_of(record: ChunkRecord) -> dict:
+    """What the backend stores for ``record`` (minus the vector), as OpenSearch returns it."""
+    source = {
+        "chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text, "title": record.title,
+        "source": record.source, "chunk_index": record.chunk_index, "section_path": record.section_path,
+        "doc_fingerprint": record.doc_fingerprint, "metadata": record.metadata,
+        "created_at": STAMP, "updated_at": STAMP,
+    }
+    if record.page is not None:
+        source["page"] = record.page
+    if record.table_id is not None:
+        source["table_id"] = record.table_id
+    return source
+
+
+@pytest.fixture
+def cluster() -> FakeCluster:
+    return FakeCluster()
+
+
+@pytest.fixture
+async def backend(cluster: FakeCluster):
+    opened = OpenSearchBackend(cluster.client(), CONFIG, clock=lambda: NOW)
+    yield opened
+    await opened.close()
+
+
+# --------------------------------------------------------------------------- index, template, pipelines
+
+EXPECTED_TEMPLATE = {
+    "index_patterns": ["rag-chunks-v*"],
+    "priority": 100,
+    "version": 1,
+    "template": {
+        "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
+        "mappings": {
+            "dynamic": "strict",
+            "_meta": {"template_version": 1, "model_id": "test-model", "dim": 4},
+            "properties": {
+                "embedding": {
+                    "type": "knn_vector",
+                    "dimension": 4,
+                    "method": {
+                        "name": "hnsw",
+                        "engine": "faiss",
+                        "space_type": "cosinesimil",
+                        "parameters": {"m": 16, "ef_construction": 200},
+                    },
+                },
+                "text": {"type": "text", "analyzer": "english"},
+                "title": {
+                    "type": "text",
+                    "analyzer": "english",
+                    "fields": {"keyword": {"type": "keyword", "ignore_above": 256}},
+                },
+                "chunk_id": {"type": "keyword"},
+                "doc_id": {"type": "keyword"},
+                "source": {"type": "keyword"},
+                "section_path": {"type": "keyword"},
+                "content_type": {"type": "keyword"},
+                "tenant": {"type": "keyword"},
+                "acl": {"type": "keyword"},
+                "table_id": {"type": "keyword"},
+                "doc_fingerprint": {"type": "keyword"},
+                "page": {"type": "integer"},
+                "chunk_index": {"type": "integer"},
+                "metadata": {"type": "object", "enabled": False},
+                "created_at": {"type": "date"},
+                "updated_at": {"type": "date"},
+            },
+        },
+    },
+}
+
+MIN_MAX_PIPELINE = {
+    "description": "min_max then weighted mean of [dense, bm25] = [0.5, 0.5]",
+    "phase_results_processors": [
+        {
+            "normalization-processor": {
+                "normalization": {"technique": "min_max"},
+                "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [0.5, 0.5]}},
+            }
+        }
+    ],
+}
+
+
+async def test_ensure_index_creates_template_then_index_with_alias_then_pipeline(backend, cluster):
+    await backend.ensure_index()
+
+    assert [(c.method, c.path, c.params, c.body) for c in cluster.calls] == [
+        ("PUT", "/_index_template/rag-chunks-template", {}, EXPECTED_TEMPLATE),
+        ("HEAD", "/_alias/rag-chunks", {}, None),
+        # The alias comes with the index in one request: never an index without it.
+        ("PUT", f"/{PHYSICAL}", {}, {"aliases": {"rag-chunks": {}}}),
+        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("engine", "space", "m", "ef_construction"), [("lucene", "cosinesimil", 32, 400), ("faiss", "innerproduct", 8, 64)]
+)
+async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_construction):
+    config = dataclasses.replace(CONFIG, engine=engine, space=space, m=m, ef_construction=ef_construction, ef_search=256)
+    await OpenSearchBackend(cluster.client(), config, clock=lambda: NOW).ensure_index()
+    template = cluster.requests("PUT", "/_index_template/rag-chunks-template")[0].body["template"]
+    assert template["settings"] == {"index": {"knn": True, "knn.algo_param.ef_search": 256}}
+    assert template["mappings"]["properties"]["embedding"]["method"] == {
+        "name": "hnsw", "engine": engine, "space_type": space, "parameters": {"m": m, "ef_construction": ef_construction},
+    }
+
+
+def mapping_answer(dim: int, model_id: str, version: int = 1) -> dict:
+    return {
+        PHYSICAL: {
+            "mappings": {
+                "_meta": {"template_version": version, "model_id": model_id, "dim": dim},
+                "properties": {"embedding": {"type": "knn_vector", "dimension": dim}},
+            }
+        }
+    }
+
+
+async def test_ensure_index_keeps_an_existing_alias_after_checking_its_vectors(backend, cluster):
+    cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model"))
+    await backend.ensure_index()
+    assert [(c.method, c.path) for c in cluster.calls] == [
+        ("PUT", "/_index_template/rag-chunks-template"),
+        ("HEAD", "/_alias/rag-chunks"),
+        ("GET", "/rag-chunks/_mapping"),
+        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("dim", "model_id", "message"), [(768, "test-model", "768-dimensional"), (4, "other-model", "built with model")]
+)
+async def test_ensure_index_refuses_an_index_built_for_other_vectors(backend, cluster, dim, model_id, message):
+    cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(dim, model_id))
+    with pytest.raises(IndexMismatchError, match=message):
+        await backend.ensure_index()
+
+
+@pytest.mark.parametrize(
+    ("fusion", "name", "processor"),
+    [
+        (
+            FusionSettings("z_score", dense_weight=0.5),
+            "rag-chunks-hybrid-zscore",
+            {
+                "normalization-processor": {
+                    "normalization": {"technique": "z_score"},
+                    "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [0.5, 0.5]}},
+                }
+            },
+        ),
+        (
+            FusionSettings("min_max", dense_weight=0.7),
+            "rag-chunks-hybrid-minmax-dense700",
+            {
+                "normalization-processor": {
+                    "normalization": {"technique": "min_max"},
+                    "combination": {"technique": "arithmetic_mean", "parameters": {"weights": [0.7, 0.3]}},
+                }
+            },
+        ),
+        (
+            FusionSettings("rrf"),
+            "rag-chunks-hybrid-rrf",
+            {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 60}}},
+        ),
+        (
+            FusionSettings("rrf", rank_constant=20),
+            "rag-chunks-hybrid-rrf-k20",
+            {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 20}}},
+        ),
+    ],
+)
+async def test_each_fusion_has_its_own_pipeline(cluster, fusion, name, processor):
+    await OpenSearchBackend(cluster.client(), CONFIG, fusion=fusion, clock=lambda: NOW).ensure_index()
+    [put] = cluster.requests("PUT", f"/_search/pipeline/{name}")
+    assert put.body["phase_results_processors"] == [processor]
+    assert pipeline_name(ALIAS, fusion) == name
+
+
+# --------------------------------------------------------------------------- queries
+
+
+async def test_dense_query_filters_inside_the_knn_clause(backend, cluster):
+    await backend.search_dense(QUERY_VECTOR, 5, ACME)
+    [call] = cluster.calls
+    assert (call.method, call.path, call.params) == ("POST", "/rag-chunks/_search", {})
+    assert call.body == {
+        "size": 5,
+        "_source": SOURCE_EXCLUDES,
+        "query": {"knn": {"embedding": {**KNN, "filter": ACME_FILTER}}},
+    }
+
+
+async def test_dense_query_raises_ef_search_to_k_and_combines_filter_fields(backend, cluster):
+    await backend.search_dense(QUERY_VECTOR, 150, {"source": ["a.txt", "b.txt"], "tenant": "acme"})
+    knn = cluster.calls[0].body["query"]["knn"]["embedding"]
+    assert (knn["k"], knn["method_parameters"]) == (150, {"ef_search": 150})
+    assert knn["filter"] == {
+        "bool": {"filter": [{"terms": {"source": ["a.txt", "b.txt"]}}, {"terms": {"tenant": ["acme"]}}]}
+    }
+    await backend.search_dense(QUERY_VECTOR, 5)
+    assert cluster.calls[1].body["query"] == {"knn": {"embedding": KNN}}
+
+
+async def test_bm25_query_is_multi_match_with_filter_context(backend, cluster):
+    await backend.search_bm25("volcano lava", 7, ACME)
+    await backend.search_bm25("volcano lava", 7)
+    filtered, unfiltered = cluster.calls
+    assert (filtered.path, filtered.params) == ("/rag-chunks/_search", {})
+    assert filtered.body == {
+        "size": 7,
+        "_source": SOURCE_EXCLUDES,
+        "query": {"bool": {"must": [MULTI_MATCH], "filter": [{"terms": {"tenant": ["acme"]}}]}},
+    }
+    assert unfiltered.body == {"size": 7, "_source": SOURCE_EXCLUDES, "query": MULTI_MATCH}
+
+
+async def test_hybrid_query_has_dense_then_bm25_each_filtered_and_names_its_pipeline(backend, cluster):
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, ACME, FusionSettings())
+    put, search = cluster.calls
+    assert (put.method, put.path, put.body) == ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", MIN_MAX_PIPELINE)
+    assert (search.method, search.path) == ("POST", "/rag-chunks/_search")
+    assert search.params == {"search_pipeline": "rag-chunks-hybrid-minmax"}
+    # size = candidates per list (max(4k, 50)): what each sub-query feeds the normalisation.
+    assert search.body == {
+        "size": 50,
+        "_source": SOURCE_EXCLUDES,
+        "query": {
+            "hybrid": {
+                "queries": [
+                    {"knn": {"embedding": {**KNN, "k": 50, "filter": ACME_FILTER}}},
+                    {"bool": {"must": [MULTI_MATCH], "filter": [{"terms": {"tenant": ["acme"]}}]}},
+                ]
+            }
+        },
+    }
+
+
+async def test_every_hybrid_query_is_sent_with_its_search_pipeline(backend, cluster):
+    fusions = [FusionSettings(), FusionSettings("rrf"), FusionSettings("z_score"), FusionSettings(), FusionSettings("rrf")]
+    for fusion in fusions:
+        await backend.search_hybrid("lava", QUERY_VECTOR, 3, None, fusion)
+    hybrid_calls = [c for c in cluster.calls if c.path.endswith("/_search") and "hybrid" in c.body["query"]]
+    assert len(hybrid_calls) == len(fusions)
+    assert [c.params.get("search_pipeline") for c in hybrid_calls] == [pipeline_name(ALIAS, f) for f in fusions]
+    # Each pipeline is created once, before the first query that names it.
+    puts = [c.path.rsplit("/", 1)[1] for c in cluster.requests("PUT")]
+    assert puts == ["rag-chunks-hybrid-minmax", "rag-chunks-hybrid-rrf", "rag-chunks-hybrid-zscore"]
+    for name in puts:
+        first_use = next(i for i, c in enumerate(cluster.calls) if c.params.get("search_pipeline") == name)
+        assert cluster.calls.index(cluster.requests("PUT", f"/_search/pipeline/{name}")[0]) < first_use
+
+
+async def test_unknown_filter_field_is_rejected_before_any_request(backend, cluster):
+    with pytest.raises(ValueError, match="allowed: doc_id, source, tenant, content_type"):
+        await backend.search_bm25("lava", 3, {"author": ["x"]})
+    assert cluster.calls == []
+
+
+# --------------------------------------------------------------------------- answers → ScoredChunk
+
+
+async def test_hits_become_scored_chunks_with_every_field(backend, cluster):
+    cluster.searches.append(hits_answer([hit(source_of(VOLCANO), 0.9), hit(source_of(JAZZ), 0.55)]))
+    cluster.searches.append(hits_answer([hit(source_of(VOLCANO), 7.25)]))
+    dense = await backend.search_dense(QUERY_VECTOR, 2)
+    bm25 = await backend.search_bm25("lava", 2)
+    assert dense == [ScoredChunk(VOLCANO, 0.9), ScoredChunk(JAZZ, 0.55)]
+    assert bm25 == [ScoredChunk(VOLCANO, 7.25)]  # raw BM25, not normalised
+    assert dense[0].to_passage().section_path == ["Geology", "Volcanoes"]
+
+
+async def test_innerproduct_scores_map_back_to_one_plus_cosine_over_two(cluster):
+    backend = OpenSearchBackend(cluster.client(), dataclasses.replace(CONFIG, space="innerproduct"))
+    # OpenSearch innerproduct: 1 + dot for dot > 0, 1 / (1 - dot) otherwise.
+    cluster.searches.append(hits_answer([hit(source_of(VOLCANO), 1.8), hit(source_of(JAZZ), 1 / 1.5)]))
+    scores = [h.score for h in await backend.search_dense(QUERY_VECTOR, 2)]
+    assert scores == pytest.approx([(1 + 0.8) / 2, (1 - 0.5) / 2])
+
+
+async def test_hybrid_keeps_the_first_k_of_the_fused_candidates(backend, cluster):
+    fused = [hit(source_of(chunk(f"d{i}", 0, f"text {i}")), 1.0 - i / 100) for i in range(20)]
+    cluster.searches.append(hits_answer(fused))
+    hits = await backend.search_hybrid("text", QUERY_VECTOR, 3, None, FusionSettings())
+    assert [(h.chunk.doc_id, h.score) for h in hits] == [("d0", 1.0), ("d1", 0.99), ("d2", 0.98)]
+
+
+# --------------------------------------------------------------------------- writes
+
+
+async def test_upsert_sends_index_actions_keyed_by_chunk_id_and_waits_for_refresh(backend, cluster):
+    vectors = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 0.5, 0.5, 0.0]], dtype=np.float32)
+    await backend.upsert([VOLCANO, JAZZ], vectors)
+
+    [call] = cluster.calls
+    assert (call.method, call.path, call.params) == ("POST", "/_bulk", {"refresh": "wait_for"})
+    assert call.body == [
+        {"index": {"_index": "rag-chunks", "_id": "volcanoes:0:abc"}},
+        {
+            "chunk_id": "volcanoes:0:abc",
+            "doc_id": "volcanoes",
+            "text": "Lava rises.",
+            "title": "Volcanoes",
+            "source": "volcanoes.txt",
+            "chunk_index": 0,
+            "section_path": ["Geology", "Volcanoes"],
+            "doc_fingerprint": "fp-volcanoes",
+            "metadata": {"tenant": "acme", "content_type": "text/markdown", "acl": ["geo", "staff"], "year": 2024},
+            "page": 3,
+            "tenant": "acme",
+            "content_type": "text/markdown",
+            "acl": ["geo", "staff"],
+            "created_at": STAMP,
+            "updated_at": STAMP,
+            "embedding": [1.0, 0.0, 0.0, 0.0],
+        },
+        {"index": {"_index": "rag-chunks", "_id": "jazz:0:abc"}},
+        {
+            "chunk_id": "jazz:0:abc",
+            "doc_id": "jazz",
+            "text": "| Style | Era |",
+            "title": "Jazz",
+            "source": "jazz.txt",
+            "chunk_index": 0,
+            "section_path": [],
+            "doc_fingerprint": "fp-jazz",
+            "metadata": {"tenant": "globex", "content_type": "text/plain"},
+            "table_id": "jazz-t1",
+            "tenant": "globex",
+            "content_type": "text/plain",
+            "created_at": STAMP,
+            "updated_at": STAMP,
+            "embedding": [0.0, 0.5, 0.5, 0.0],
+        },
+    ]
+
+
+async def test_upsert_rejects_bad_vectors_before_sending(backend, cluster):
+    with pytest.raises(ValueError, match="shape"):
+        await backend.upsert([VOLCANO], np.zeros((1, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        await backend.upsert([VOLCANO], np.full((1, 4), np.nan, dtype=np.float32))
+    await backend.upsert([], np.zeros((0, 4), dtype=np.float32))
+    assert cluster.calls == []
+
+
+async def test_per_item_bulk_errors_surface_as_one_failure_per_chunk(backend, cluster):
+    cluster.bulk_errors["jazz:0:abc"] = (
+        400,
+        {"type": "mapper_parsing_exception", "reason": "failed to parse field [page] of type [integer]"},
+    )
+    with pytest.raises(ChunkWriteError) as error:
+        await backend.upsert([VOLCANO, JAZZ], np.ones((2, 4), dtype=np.float32))
+    assert error.value.failures == [
+        ChunkWriteFailure(
+            chunk_id="jazz:0:abc",
+            doc_id="jazz",
+            reason="mapper_parsing_exception: failed to parse field [page] of type [integer] (HTTP 400)",
+        )
+    ]
+    assert error.value.doc_ids == {"jazz"}
+    assert "1 chunk(s) not indexed: jazz:0:abc: mapper_parsing_exception" in str(error.value)
+
+
+async def test_delete_document_is_a_refreshed_delete_by_query_on_doc_id(backend, cluster):
+    cluster.routes[("POST", "/rag-chunks/_delete_by_query")] = (200, {"deleted": 3, "failures": [], "total": 3})
+    assert await backend.delete_document("volcanoes") == 3
+    [call] = cluster.calls
+    assert (call.method, call.path, call.params, call.body) == (
+        "POST", "/rag-chunks/_delete_by_query", {"refresh": "true"}, {"query": {"term": {"doc_id": "volcanoes"}}},
+    )
+
+
+async def test_reindex_swaps_the_alias_atomically_in_one_request(backend, cluster):
+    old = "rag-chunks-v1-20240101-000000"
+    cluster.routes[("GET", "/_alias/rag-chunks")] = (200, {old: {"aliases": {"rag-chunks": {}}}})
+    cluster.routes[("POST", "/_reindex")] = (200, {"total": 12, "created": 12, "failures": []})
+
+    assert await backend.reindex_into_new_version() == PHYSICAL
+
+    assert [(c.method, c.path, c.params, c.body) for c in cluster.calls] == [
+        ("PUT", "/_index_template/rag-chunks-template", {}, EXPECTED_TEMPLATE),
+        ("GET", "/_alias/rag-chunks", {}, None),
+        ("PUT", f"/{PHYSICAL}", {}, {}),
+        (
+            "POST", "/_reindex", {"refresh": "true", "wait_for_completion": "true"},
+            {"source": {"index": "rag-chunks"}, "dest": {"index": PHYSICAL}},
+        ),
+        (
+            "POST", "/_aliases", {},
+            {"actions": [{"remove": {"index": old, "alias": "rag-chunks"}}, {"add": {"index": PHYSICAL, "alias": "rag-chunks"}}]},
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- reads of the catalog
+
+
+async def test_document_chunk_ids_pages_with_search_after(backend, cluster, monkeypatch):
+    monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
+    ids = [f"doc:{i}:x" for i in range(3)]
+    cluster.searches.extend(
+        [
+            hits_answer([{"_id": ids[0], "_score": None, "sort": [ids[0]]}, {"_id": ids[1], "_score": None, "sort": [ids[1]]}]),
+            hits_answer([{"_id": ids[2], "_score": None, "sort": [ids[2]]}]),
+        ]
+    )
+    assert await backend.document_chunk_ids("doc") == set(ids)
+    first, second = cluster.calls
+    query = {"term": {"doc_id": "doc"}}
+    assert first.body == {"size": 2, "_source": False, "query": query, "sort": [{"chunk_id": "asc"}]}
+    assert second.body == {**first.body, "search_after": ["doc:1:x"]}
+
+
+async def test_document_fingerprint(backend, cluster):
+    cluster.searches.append(hits_answer([hit({"chunk_id": "d:0:x", "doc_fingerprint": "fp"}, 1.0)]))
+    assert await backend.document_fingerprint("d") == "fp"
+    assert cluster.calls[0].body == {"size": 1, "_source": ["doc_fingerprint"], "query": {"term": {"doc_id": "d"}}}
+    assert await backend.document_fingerprint("unknown") is None
+
+
+async def test_list_documents_pages_a_composite_aggregation(backend, cluster, monkeypatch):
+    monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
+
+    def bucket(doc_id: str, count: int) -> dict:
+        first = {"hits": {"hits": [{"_id": f"{doc_id}:0", "_source": {"title": doc_id.upper(), "source": f"{doc_id}.md"}}]}}
+        return {"key": {"doc_id": doc_id}, "doc_count": count, "first": first}
+
+    cluster.searches.extend(
+        [
+            {"aggregations": {"docs": {"after_key": {"doc_id": "b"}, "buckets": [bucket("a", 2), bucket("b", 1)]}}},
+            {"aggregations": {"docs": {"after_key": {"doc_id": "c"}, "buckets": [bucket("c", 5)]}}},
+        ]
+    )
+    assert await backend.list_documents() == [
+        DocumentInfo(doc_id="a", title="A", source="a.md", chunks=2),
+        DocumentInfo(doc_id="b", title="B", source="b.md", chunks=1),
+        DocumentInfo(doc_id="c", title="C", source="c.md", chunks=5),
+    ]
+    first, second = cluster.calls
+    assert first.body == {
+        "size": 0,
+        "aggs": {
+            "docs": {
+                "composite": {"size": 2, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]},
+                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source"]}}}},
+            }
+        },
+    }
+    assert second.body["aggs"]["docs"]["composite"]["after"] == {"doc_id": "b"}
+
+
+async def test_count_reads_the_alias(backend, cluster):
+    cluster.routes[("POST", "/rag-chunks/_count")] = (200, {"count": 42})
+    assert await backend.count() == 42
+
+
+# --------------------------------------------------------------------------- through the ingestor
+
+
+async def test_ingestor_reports_a_document_the_index_rejected_and_removes_its_partial_chunks(cluster, embedder, tokenizer):
+    backend = OpenSearchBackend(cluster.client(), dataclasses.replace(CONFIG, dim=embedder.dim), clock=lambda: NOW)
+    ingestor = Ingestor(backend, embedder, Chunker(tokenizer), ReadWriteLock())
+    # Both documents are new (the default search answer is empty); the index rejects every chunk of "bad".
+    def reject_bad(call):
+        return 200, {
+            "took": 1,
+            "errors": True,
+            "items": [
+                {"index": {"_index": PHYSICAL, "_id": action["index"]["_id"], "status": 400,
+                           "error": {"type": "illegal_argument_exception", "reason": "no"}}}
+                if action["index"]["_id"].startswith("bad:")
+                else {"index": {"_index": PHYSICAL, "_id": action["index"]["_id"], "status": 201, "result": "created"}}
+                for action in call.body[::2]
+            ],
+        }
+
+    cluster.routes[("POST", "/_bulk")] = reject_bad
+    cluster.routes[("POST", "/rag-chunks/_delete_by_query")] = (200, {"deleted": 0, "failures": []})
+    result = await ingestor.ingest([DocumentIn(id="good", text="Fine text."), DocumentIn(id="bad", text="Broken text.")])
+
+    assert (result.documents, result.doc_ids) == (1, ["good"])
+    [failure] = result.failed
+    assert failure.name == "bad" and "illegal_argument_exception: no (HTTP 400)" in failure.reason
+    deletes = [c.body["query"]["term"]["doc_id"] for c in cluster.requests("POST", "/rag-chunks/_delete_by_query")]
+    assert deletes == ["good", "bad", "bad"]  # replace both, then remove what went in of the rejected one
+    await backend.close()
+
+
+# --------------------------------------------------------------------------- settings → backend
+
+
+async def test_factory_builds_the_backend_from_settings(cluster, monkeypatch):
+    from rag_retriever.backends import opensearch
+    from rag_retriever.backends.factory import open_backend
+    from rag_retriever.settings import RetrieverSettings
+
+    monkeypatch.setattr(opensearch, "create_client", lambda settings: cluster.client())
+    settings = RetrieverSettings(
+        backend="opensearch", opensearch_index="kb", knn_engine="lucene", knn_space="innerproduct",
+        hnsw_m=24, hnsw_ef_construction=128, hnsw_ef_search=64, hybrid_normalization="z_score", hybrid_dense_weight=0.6,
+    )
+    backend = await open_backend(settings, dim=384, model_id="all-MiniLM-L6-v2")
+    try:
+        assert isinstance(backend, OpenSearchBackend)
+        assert backend.config == IndexConfig(
+            alias="kb", dim=384, model_id="all-MiniLM-L6-v2", engine="lucene", space="innerproduct",
+            m=24, ef_construction=128, ef_search=64,
+        )
+        template, head, create, pipeline = cluster.calls
+        assert (template.path, head.path, pipeline.path) == (
+            "/_index_template/kb-template", "/_alias/kb", "/_search/pipeline/kb-hybrid-zscore-dense600"
+        )
+        assert re.fullmatch(r"/kb-v1-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
+        assert template.body["template"]["mappings"]["properties"]["embedding"]["method"] == {
+            "name": "hnsw", "engine": "lucene", "space_type": "innerproduct",
+            "parameters": {"m": 24, "ef_construction": 128},
+        }
+    finally:
+        await backend.close()
+
+
+def test_client_settings():
+    from rag_retriever.backends.opensearch import create_client
+    from rag_retriever.settings import RetrieverSettings
+
+    client = create_client(
+        RetrieverSettings(backend="opensearch", opensearch_url="https://search.internal:9443", opensearch_user="rag",
+                          opensearch_password="s3cret", opensearch_verify_certs=False, opensearch_timeout_s=5)
+    )
+    assert client.transport.hosts == [{"host": "search.internal", "port": 9443, "use_ssl": True}]
+    assert client.transport.kwargs == {"http_auth": ("rag", "s3cret"), "verify_certs": False, "timeout": 5.0}
