@@ -20,7 +20,10 @@ def main() -> None:
     parser.add_argument("--alias", default="smollm2", help="Model name clients send")
     parser.add_argument("--ctx", type=int, default=8192, help="Total context, shared by the parallel slots")
     parser.add_argument("--parallel", type=int, default=2, help="Concurrent request slots")
-    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    # llama.cpp's worker threads spin at barriers: with as many threads as cores, any other busy
+    # process on the machine stalls every token (measured here: 6 tok/s with 2 threads next to one
+    # busy process on 2 cores, 80 tok/s with 1 thread). Half the cores leaves room for the others.
+    parser.add_argument("--threads", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     args = parser.parse_args()
 
     import xllamacpp
