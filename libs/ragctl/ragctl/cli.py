@@ -124,16 +124,15 @@ def up(
         )
         console.print("\nCtrl-C stops everything.")
         stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            while not stop.is_set():
-                dead = [p.name for p in stack.processes if not p.alive()]
-                if dead:
-                    console.print(f"[red]process exited: {', '.join(dead)}[/] (see {data_dir / 'logs'})")
-                    break
-                stop.wait(1.0)
-        except KeyboardInterrupt:
-            pass
+        # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        while not stop.is_set():
+            dead = [p.name for p in stack.processes if not p.alive()]
+            if dead:
+                console.print(f"[red]process exited: {', '.join(dead)}[/] (see {data_dir / 'logs'})")
+                break
+            stop.wait(1.0)
     finally:
         console.print("stopping...")
         stack.stop()

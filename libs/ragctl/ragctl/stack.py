@@ -84,6 +84,13 @@ class Stack:
         self.processes.clear()
 
 
+def ensure_port_free(name: str, port: int) -> None:
+    """Refuse to start on a taken port: a health check would otherwise find the *other* process."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        if sock.connect_ex(("127.0.0.1", port)) == 0:
+            raise StackError(f"port {port} for {name} is already in use (another stack running?); stop it first")
+
+
 def _spawn(name: str, argv: list[str], log_dir: Path, env: dict[str, str] | None = None) -> ManagedProcess:
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
@@ -138,6 +145,7 @@ def redis_server_binary() -> str:
 
 
 def start_redis(port: int, data_dir: Path, log_dir: Path, *, persist: bool = True) -> ManagedProcess:
+    ensure_port_free("redis", port)
     data_dir.mkdir(parents=True, exist_ok=True)
     argv = [
         redis_server_binary(),
@@ -183,6 +191,7 @@ def default_gguf_path() -> Path:
 def start_llm_server(
     port: int, log_dir: Path, *, model_path: Path | None = None, alias: str = "smollm2", parallel: int = 2
 ) -> ManagedProcess:
+    ensure_port_free("llm", port)
     argv = [
         sys.executable, "-m", "ragctl.llm_server",
         "--port", str(port),
@@ -204,6 +213,7 @@ def start_service(
 ) -> ManagedProcess:
     if name not in SERVICES:
         raise StackError(f"unknown service {name!r}; one of {SERVICES}")
+    ensure_port_free(name, port)
     prefix = name.upper()
     service_env = {**env, f"{prefix}_PORT": str(port), f"{prefix}_HOST": "127.0.0.1"}
     proc = _spawn(name, [sys.executable, "-m", f"rag_{name}"], log_dir, service_env)
