@@ -119,7 +119,7 @@ def up(
         console.print("\n[bold]try:[/]")
         console.print(
             f"curl -s {gateway}/v1/chat -H 'content-type: application/json' "
-            "-d '{\"message\": \"What does the reranker service do?\"}'",
+            "-d '{\"message\": \"Where are conversations stored?\"}'",
             soft_wrap=True,
         )
         console.print("\nCtrl-C stops everything.")

@@ -21,12 +21,17 @@ class GeneratorSettings(ServiceSettings):
         default=1200, ge=1, description="Each source's text is cut to this many characters. Default 1200."
     )
     answer_max_chars: int = Field(
-        default=1000, ge=1, le=HARD_MAX_ANSWER_CHARS, description="maxLength of the answer in the response schema. Default 1000."
+        default=600, ge=1, le=HARD_MAX_ANSWER_CHARS, description="maxLength of the answer in the response schema. Default 600."
     )
     max_citations: int = Field(
-        default=4, ge=1, le=HARD_MAX_CITATIONS, description="maxItems of the citations in the response schema. Default 4."
+        default=3, ge=1, le=HARD_MAX_CITATIONS, description="maxItems of the citations in the response schema. Default 3."
     )
-    max_tokens: int = Field(default=400, ge=1, description="Upper bound on generated tokens per answer. Default 400.")
+    max_tokens: int = Field(
+        default=600,
+        ge=1,
+        description="Upper bound on generated tokens per answer; kept above what the schema's length bounds "
+        "allow (600 + 3 x 300 characters) so a grammar-constrained reply always closes. Default 600.",
+    )
     history_turns: int = Field(
         default=2, ge=0, description="Most recent conversation turns shown to the model (0 = none). Default 2."
     )
