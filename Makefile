@@ -34,3 +34,4 @@ bench: setup
 	$(PY) bench/retrieval_latency.py
 	$(PY) bench/retrieval_ingest.py
 	$(PY) bench/retrieval_quality.py
+	$(PY) bench/reranker_stages.py
