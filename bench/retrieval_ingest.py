@@ -8,7 +8,8 @@ texts that ingestion produced, in batches of the same size the Ingestor uses. Ea
 
     overhead = (pipeline - embed only) / pipeline          (goal <= 15 %)
 
-Also reported, to explain the overhead: chunking alone (the embedder's tokenizer) and indexing alone
+Because the separate runs drift with the machine's load, the same ratio is also measured within each
+pipeline run: (wall time - time spent inside the embedder) / wall time. Also reported, to explain the overhead: chunking alone (the embedder's tokenizer) and indexing alone
 (``upsert`` of the precomputed vectors into a fresh index). Prints numbers and writes JSON.
 
     .venv/bin/python bench/retrieval_ingest.py [--dataset vaswani] [--docs 3000] [--repeats 3]
@@ -42,23 +43,48 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 GOAL_OVERHEAD = 0.15
 
 
-def embed_only(embedder: SentenceTransformerEmbedder, texts: list[str]) -> float:
+async def embed_only(embedder: SentenceTransformerEmbedder, texts: list[str]) -> float:
+    """The embedding the Ingestor does, alone: same batches, same hop to a worker thread per batch
+    (torch runs measurably differently on the main thread than in a worker thread on a loaded
+    2-core machine, so the comparison must use the same kind of thread)."""
     started = time.perf_counter()
     for start in range(0, len(texts), EMBED_BATCH_SIZE):
-        embedder.encode_documents(texts[start : start + EMBED_BATCH_SIZE])
+        await asyncio.to_thread(embedder.encode_documents, texts[start : start + EMBED_BATCH_SIZE])
     return time.perf_counter() - started
 
 
-async def pipeline(embedder: SentenceTransformerEmbedder, documents: list[Any], workdir: Path, request_size: int) -> tuple[float, int]:
+class TimedEmbedder:
+    """The real embedder, adding up the time spent inside ``encode_documents`` (in whatever thread)."""
+
+    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
+        self._embedder = embedder
+        self.seconds = 0.0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return self._embedder.encode_documents(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+async def pipeline(
+    embedder: SentenceTransformerEmbedder, documents: list[Any], workdir: Path, request_size: int
+) -> tuple[float, float, int]:
+    """(wall seconds of the ingestion, seconds of it spent inside the embedder, chunks written)."""
+    timed = TimedEmbedder(embedder)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        retriever = Retriever(Path(tmp) / "index", embedder)
+        retriever = Retriever(Path(tmp) / "index", timed)
         try:
             stats = await retriever.ingest(documents, request_size=request_size)
         finally:
             await retriever.close()
     if stats.failed:
         print(f"  warning: {stats.failed} documents failed to ingest", file=sys.stderr)
-    return stats.seconds, stats.chunks
+    return stats.seconds, timed.seconds, stats.chunks
 
 
 async def index_only(embedder: Any, chunks: list[ChunkRecord], vectors: np.ndarray, workdir: Path, request_size: int) -> float:
@@ -107,20 +133,28 @@ def main() -> None:
     texts = [chunk.text for chunk in chunks]
     tokens = [embedder.count_tokens(text) for text in texts]
     print(f"{len(documents)} {dataset.name} documents → {len(chunks)} chunks, {statistics.fmean(tokens):.0f} tokens each on average")
-    embed_only(embedder, texts[:256])  # warm-up
+    asyncio.run(embed_only(embedder, texts[:256]))  # warm-up
 
-    embed_runs, pipeline_runs = [], []
+    embed_runs, pipeline_runs, inside_runs = [], [], []
     for repeat in range(args.repeats):
-        embed_runs.append(embed_only(embedder, texts))
-        seconds, written = asyncio.run(pipeline(embedder, documents, args.workdir, args.request_size))
+        embed_runs.append(asyncio.run(embed_only(embedder, texts)))
+        seconds, inside, written = asyncio.run(pipeline(embedder, documents, args.workdir, args.request_size))
         pipeline_runs.append(seconds)
-        print(f"  run {repeat + 1}: embed only {embed_runs[-1]:.1f} s, pipeline {seconds:.1f} s ({written} chunks)", flush=True)
+        inside_runs.append((seconds - inside) / seconds)
+        print(
+            f"  run {repeat + 1}: embed only {embed_runs[-1]:.1f} s, pipeline {seconds:.1f} s ({written} chunks), "
+            f"of which {inside:.1f} s in the embedder",
+            flush=True,
+        )
     vectors = embedder.encode_documents(texts)
     index_s = asyncio.run(index_only(embedder, chunks, vectors, args.workdir, args.request_size))
 
     embed_s = statistics.median(embed_runs)
     pipeline_s = statistics.median(pipeline_runs)
     overhead = (pipeline_s - embed_s) / pipeline_s
+    # The same ratio within each pipeline run (time outside the embedder / wall time): immune to the
+    # machine's load changing between the separate runs, so the steadier of the two on a busy host.
+    overhead_in_run = statistics.median(inside_runs)
     result = {
         "dataset": dataset.name,
         "documents": len(documents),
@@ -134,20 +168,29 @@ def main() -> None:
         "embed_only_chunks_per_s": round(len(chunks) / embed_s, 1),
         "pipeline_chunks_per_s": round(len(chunks) / pipeline_s, 1),
         "overhead": round(overhead, 4),
+        "overhead_within_pipeline_run": round(overhead_in_run, 4),
         "goal_overhead": GOAL_OVERHEAD,
         "chunking_only_s": round(chunk_s, 2),
         "index_only_s": round(index_s, 2),
-        "runs": {"embed_only_s": [round(x, 2) for x in embed_runs], "pipeline_s": [round(x, 2) for x in pipeline_runs]},
+        "runs": {
+            "embed_only_s": [round(x, 2) for x in embed_runs],
+            "pipeline_s": [round(x, 2) for x in pipeline_runs],
+            "overhead_within_pipeline_run": [round(x, 4) for x in inside_runs],
+        },
         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
     }
-    print("\n| documents | chunks | embed only chunks/s | pipeline chunks/s | overhead | chunking s | indexing s |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "\n| documents | chunks | embed only chunks/s | pipeline chunks/s | overhead (separate runs) "
+        "| overhead (within run) | chunking s | indexing s |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     print(
         f"| {len(documents):,} {dataset.name} | {len(chunks):,} | {result['embed_only_chunks_per_s']} | "
-        f"{result['pipeline_chunks_per_s']} | {overhead:.1%} | {chunk_s:.2f} | {index_s:.2f} |"
+        f"{result['pipeline_chunks_per_s']} | {overhead:.1%} | {overhead_in_run:.1%} | {chunk_s:.2f} | {index_s:.2f} |"
     )
-    verdict = "meets" if overhead <= GOAL_OVERHEAD else "MISSES"
-    print(f"goal: overhead <= {GOAL_OVERHEAD:.0%}: {overhead:.1%} ({verdict})")
+    for label, value in (("separate runs", overhead), ("within the pipeline run", overhead_in_run)):
+        verdict = "meets" if value <= GOAL_OVERHEAD else "MISSES"
+        print(f"goal: overhead <= {GOAL_OVERHEAD:.0%} ({label}): {value:.1%} ({verdict})")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(f"wrote {args.out}")
