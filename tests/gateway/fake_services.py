@@ -7,13 +7,7 @@ services are exercised end to end in tests/e2e.
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-import uvicorn
 from fastapi import FastAPI
 
 from rag_common.schemas import (
@@ -28,7 +22,6 @@ from rag_common.schemas import (
     SearchRequest,
     SearchResponse,
 )
-from ragctl.stack import free_port
 
 
 def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
@@ -68,21 +61,3 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
         return GenerateResponse(answer=f"answer to {body.query} [1]", citations=[citation], abstained=False)
 
     return app
-
-
-@contextmanager
-def serve_in_thread(app: FastAPI) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("fake services did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=5)

@@ -12,7 +12,9 @@ from rag_gateway.app import create_app
 from rag_gateway.conversation_store import KEY_PREFIX
 from rag_gateway.settings import GatewaySettings
 
-from .fake_services import build_fake_services, serve_in_thread
+from ragctl.in_process import serve_in_thread
+
+from .fake_services import build_fake_services
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,7 @@ cross event loops.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 
@@ -16,14 +15,11 @@ from rag_common.schemas import GenerateResponse, Passage
 from rag_common.settings import LLMSettings
 from rag_generator.app import create_app
 from rag_generator.settings import GeneratorSettings
+from ragctl.in_process import asgi_client
 
 
-@asynccontextmanager
-async def generator_client(llm_settings: LLMSettings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(GeneratorSettings(), llm_settings)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://generator") as client:
-            yield client
+def generator_client(llm_settings: LLMSettings) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return asgi_client(create_app(GeneratorSettings(), llm_settings), "http://generator")
 
 
 async def test_generate_route_and_validation(llm_settings: LLMSettings, passages: list[Passage]) -> None:

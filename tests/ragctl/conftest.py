@@ -3,40 +3,19 @@ in threads, and a small web server for the URL inputs of ``ragctl ingest``."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import uvicorn
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_gateway.app import create_app as create_gateway
 from rag_gateway.settings import GatewaySettings
 from rag_retriever.app import create_app as create_retriever
 from rag_retriever.settings import RetrieverSettings
+from ragctl.in_process import serve_in_thread
 from ragctl.stack import free_port
-
-
-@contextmanager
-def serve_in_thread(app) -> Iterator[str]:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the app did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="session")

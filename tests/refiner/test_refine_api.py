@@ -7,22 +7,18 @@ cross event loops.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
 import httpx
 
 from rag_common.settings import LLMSettings
 from rag_refiner.app import create_app
 from rag_refiner.settings import RefinerSettings
+from ragctl.in_process import asgi_client
 
 
-@asynccontextmanager
-async def refiner_client(llm_settings: LLMSettings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(RefinerSettings(), llm_settings)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://refiner") as client:
-            yield client
+def refiner_client(llm_settings: LLMSettings) -> AbstractAsyncContextManager[httpx.AsyncClient]:
+    return asgi_client(create_app(RefinerSettings(), llm_settings), "http://refiner")
 
 
 async def test_refine_route_and_validation(llm_settings: LLMSettings) -> None:
