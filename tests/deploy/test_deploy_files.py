@@ -1,9 +1,11 @@
 """Static checks of the production deployment files (no Docker engine needed).
 
-Parses docker-compose.yml, .env.example, the five Dockerfiles, .dockerignore and
-deploy/k8s/reranker.yaml, and checks that they agree with each other and with the code: every
-build has its Dockerfile, every CMD names a real package, ports and URLs line up, images are
-pinned, the light images carry no torch, and every service variable set is a real settings field.
+Parses docker-compose.yml, .env.example, the five Dockerfiles, .dockerignore and every file under
+deploy/k8s/, and checks that they agree with each other and with the code: every build has its
+Dockerfile, every CMD names a real package, ports and URLs line up, images are pinned, the light
+images carry no torch, every service variable set is a real settings field, and the reranker's
+autoscaling chain holds together (the metric the service exports -> the prometheus-adapter rule ->
+the HPA's Pods metric -> the Deployment it scales).
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_PATH = REPO / "docker-compose.yml"
 ENV_EXAMPLE_PATH = REPO / ".env.example"
-K8S_RERANKER_PATH = REPO / "deploy" / "k8s" / "reranker.yaml"
+K8S_DIR = REPO / "deploy" / "k8s"
+K8S_RERANKER_PATH = K8S_DIR / "reranker.yaml"
+K8S_SERVICEMONITOR_PATH = K8S_DIR / "reranker-servicemonitor.yaml"
+#: Helm values for prometheus-adapter: the only YAML file under deploy/k8s/ that is not a manifest.
+ADAPTER_VALUES_PATH = K8S_DIR / "prometheus-adapter-values.yaml"
 
 #: The five RAG services: env prefix and documented port (docs/ARCHITECTURE.md).
 SERVICES: dict[str, tuple[str, int]] = {
@@ -34,6 +40,10 @@ SERVICES: dict[str, tuple[str, int]] = {
     "reranker": ("RERANKER_", 8003),
     "generator": ("GENERATOR_", 8004),
 }
+#: Further compose services that run one of the five (another variant of it): compose name -> service.
+COMPOSE_VARIANTS: dict[str, str] = {"reranker-cpu": "reranker"}
+#: Compose profile of each reranker variant.
+RERANKER_PROFILES = {"reranker": "gpu", "reranker-cpu": "cpu"}
 LIGHT_SERVICES = ("gateway", "refiner", "generator")
 TORCH_SERVICES = ("retriever", "reranker")
 LLM_CLIENTS = ("refiner", "generator")
@@ -44,6 +54,11 @@ HEAVY_PACKAGES = {"torch", "sentence-transformers", "transformers"}
 #: Variables compose sets ahead of the code that reads them. Each is allowed to be missing from its
 #: settings class; once the field exists the entry must go (the test says so).
 PENDING_SETTINGS: set[str] = set()
+
+#: The reranker's autoscaling signal (services/reranker/rag_reranker/metrics.py): the HPA's primary metric.
+QUEUE_METRIC = "rag_reranker_queue_pairs"
+#: Pairs queued per pod the HPA aims at, as a multiple of RERANKER_BATCH_MAX_PAIRS (reranker.yaml says why).
+QUEUE_TARGET_BATCHES = 2
 
 #: Only these may publish ports on the host when no profile is enabled, and only this container port.
 PUBLISHED_BY_DEFAULT = {"gateway": 8000, "opensearch-dashboards": 5601}
@@ -170,12 +185,21 @@ def requirement_name(requirement: str) -> str:
     return re.split(r"[\s\[<>=!~;@]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
+def k8s_manifest_paths() -> list[Path]:
+    return sorted(p for p in K8S_DIR.glob("*.y*ml") if p != ADAPTER_VALUES_PATH)
+
+
 @cache
-def k8s_docs() -> dict[str, dict[str, Any]]:
-    docs = [doc for doc in yaml.safe_load_all(K8S_RERANKER_PATH.read_text()) if doc]
+def k8s_docs(path: Path = K8S_RERANKER_PATH) -> dict[str, dict[str, Any]]:
+    docs = [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
     by_kind = {doc["kind"]: doc for doc in docs}
-    assert len(by_kind) == len(docs), "one object per kind expected in reranker.yaml"
+    assert len(by_kind) == len(docs), f"one object per kind expected in {path.name}"
     return by_kind
+
+
+@cache
+def adapter_values() -> dict[str, Any]:
+    return yaml.safe_load(ADAPTER_VALUES_PATH.read_text())
 
 
 def k8s_container() -> dict[str, Any]:
@@ -201,14 +225,15 @@ def test_compose_defines_the_five_services_and_backing_services() -> None:
     assert expected <= set(services), f"missing from compose: {sorted(expected - set(services))}"
 
 
-@pytest.mark.parametrize("service", sorted(SERVICES))
+@pytest.mark.parametrize("service", sorted(SERVICES) + sorted(COMPOSE_VARIANTS))
 def test_compose_builds_each_service_from_its_own_dockerfile(service: str) -> None:
     build = compose_services()[service].get("build")
     assert isinstance(build, dict), f"{service}: build must be a mapping with context and dockerfile"
     context = (REPO / build.get("context", ".")).resolve()
     assert context == REPO, f"{service}: build context must be the repo root (Dockerfiles COPY libs/)"
     target = (context / build.get("dockerfile", "Dockerfile")).resolve()
-    assert target == dockerfile_path(service), f"{service}: builds {target}, expected its own Dockerfile"
+    own = COMPOSE_VARIANTS.get(service, service)
+    assert target == dockerfile_path(own), f"{service}: builds {target}, expected services/{own}/Dockerfile"
 
 
 def test_every_build_points_at_an_existing_dockerfile() -> None:
@@ -232,11 +257,11 @@ def test_every_service_has_a_healthcheck() -> None:
         assert check.get("test"), f"{name}: healthcheck has no test"
 
 
-@pytest.mark.parametrize("service", sorted(SERVICES))
+@pytest.mark.parametrize("service", sorted(SERVICES) + sorted(COMPOSE_VARIANTS))
 def test_service_healthcheck_hits_healthz_on_its_port(service: str) -> None:
     test = compose_services()[service]["healthcheck"]["test"]
     text = test if isinstance(test, str) else " ".join(test)
-    port = SERVICES[service][1]
+    port = SERVICES[COMPOSE_VARIANTS.get(service, service)][1]
     assert f"127.0.0.1:{port}/healthz" in text, f"{service}: healthcheck must hit /healthz on {port}: {text}"
     assert "curl" not in text, f"{service}: python:3.11-slim has no curl"
 
@@ -268,9 +293,11 @@ def test_depends_on_targets_exist_are_healthy_and_not_optional() -> None:
                 f"{name} -> {target}: use condition: service_healthy"
             )
             assert services[target].get("healthcheck"), f"{name} waits for {target}, which has no healthcheck"
-            if not service.get("profiles"):
-                assert not services[target].get("profiles"), (
-                    f"{name} (always started) depends on {target}, which only runs under a profile"
+            if not service.get("profiles") and services[target].get("profiles"):
+                # Compose rejects the project when such a dependency is disabled, unless it is optional.
+                assert (spec or {}).get("required") is False, (
+                    f"{name} (always started) depends on {target}, which only runs under a profile: "
+                    "mark it required: false"
                 )
 
 
@@ -368,9 +395,9 @@ def test_gateway_urls_point_at_compose_services_and_their_ports() -> None:
     assert (redis.scheme, redis.hostname, redis.port) == ("redis", "redis", 6379), env["GATEWAY_REDIS_URL"]
 
 
-@pytest.mark.parametrize("service", sorted(SERVICES))
+@pytest.mark.parametrize("service", sorted(SERVICES) + sorted(COMPOSE_VARIANTS))
 def test_service_variables_use_the_services_own_prefix(service: str) -> None:
-    own = SERVICES[service][0]
+    own = SERVICES[COMPOSE_VARIANTS.get(service, service)][0]
     allowed = {own} | ({LLM_PREFIX} if service in LLM_CLIENTS else set())
     for key in service_env(compose_services()[service]):
         prefix = next((p for p in KNOWN_PREFIXES if key.startswith(p)), None)
@@ -587,7 +614,10 @@ def field_env_names(cls: type) -> set[str]:
 
 def service_variables(service: str, prefix: str) -> dict[str, str]:
     """``{VAR: where}`` for every ``prefix`` variable set for ``service`` in the deployment files."""
-    found = {k: "docker-compose.yml" for k in service_env(compose_services()[service]) if k.startswith(prefix)}
+    found: dict[str, str] = {}
+    for name, compose_service in compose_services().items():
+        if COMPOSE_VARIANTS.get(name, name) == service:
+            found |= {k: f"docker-compose.yml ({name})" for k in service_env(compose_service) if k.startswith(prefix)}
     found |= {
         k: f"services/{service}/Dockerfile" for k in dockerfile_env(dockerfile(service)) if k.startswith(prefix)
     }

@@ -21,6 +21,7 @@ from rag_common.schemas import (
     RerankResponse,
     SearchRequest,
     SearchResponse,
+    StageReport,
 )
 
 
@@ -41,16 +42,27 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     @app.post("/v1/search")
     async def search(body: SearchRequest) -> SearchResponse:
         calls.append(("search", body.model_dump()))
+        vectors = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
         passages = [
-            Passage(chunk_id=f"doc{i}:0:abc", doc_id=f"doc{i}", text=f"text {i} about {body.query}", score=1 - i / 10)
+            Passage(
+                chunk_id=f"doc{i}:0:abc",
+                doc_id=f"doc{i}",
+                text=f"text {i} about {body.query}",
+                score=1 - i / 10,
+                embedding=vectors[i % 3] if body.include_embeddings else None,
+            )
             for i in range(body.top_k)
         ]
-        return SearchResponse(passages=passages, mode=body.mode)
+        query_embedding = [1.0, 0.0] if body.include_embeddings else None
+        return SearchResponse(passages=passages, mode=body.mode, query_embedding=query_embedding)
 
     @app.post("/v1/rerank")
     async def rerank(body: RerankRequest) -> RerankResponse:
         calls.append(("rerank", body.model_dump()))
-        ordered = list(reversed(body.passages))[: body.top_k]
+        ordered = [p.model_copy(update={"embedding": None}) for p in reversed(body.passages)][: body.top_k]
+        if body.query == "break a stage":
+            report = StageReport(name="diffusion", status="failed", reason="ValueError: broken graph")
+            return RerankResponse(passages=body.passages[: body.top_k], stages=[], reports=[report], degraded=True)
         return RerankResponse(passages=ordered, stages=["fake"])
 
     @app.post("/v1/generate")

@@ -1,4 +1,4 @@
-"""Real models only: the packaged MiniLM bi-encoder and a tiny randomly initialised cross-encoder.
+"""Real models only: the packaged MiniLM embedder and a tiny randomly initialised cross-encoder.
 
 The tiny cross-encoder is a genuine ``BertForSequenceClassification`` saved the way any Hugging
 Face reranker is, so it exercises the same loading, tokenising, truncating and scoring code as
@@ -13,7 +13,6 @@ import pytest
 
 from rag_common.embedders import resolve_model_path
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
-from rag_reranker.scorers.bi_encoder import BiEncoderScorer
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
 
 
@@ -57,7 +56,8 @@ def tiny_cross_encoder_raw(tiny_cross_encoder_dir: Path) -> CrossEncoderScorer:
 
 
 @pytest.fixture(scope="session")
-def minilm_scorer() -> BiEncoderScorer:
-    scorer = BiEncoderScorer(SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu"))
-    scorer.warm_up()
-    return scorer
+def minilm() -> SentenceTransformerEmbedder:
+    """The packaged MiniLM bi-encoder (384-d), warmed: the embedder the reranker uses by default."""
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
+    embedder.warm_up()
+    return embedder

@@ -200,3 +200,70 @@ def test_wrong_vector_shape_is_rejected_before_writing(index, corpus_chunks):
 
 def _chunk(doc_id: str, index: int, text: str) -> ChunkRecord:
     return ChunkRecord(chunk_id=f"{doc_id}:{index}", doc_id=doc_id, text=text, chunk_index=index, source=f"{doc_id}.txt")
+
+
+# --------------------------------------------------------------------------- stored vectors (with_vectors)
+
+
+def _assert_stored_vectors(hits, stored: dict[str, np.ndarray]) -> None:
+    assert hits
+    for hit in hits:
+        assert hit.vector is not None, hit.chunk.chunk_id
+        assert hit.vector.dtype == np.float32 and hit.vector.shape == (384,)
+        np.testing.assert_allclose(hit.vector, stored[hit.chunk.chunk_id], rtol=0, atol=1e-6)
+        # Read from tantivy's stored copy: the very float32 values upserted, not hnswlib's normalised one.
+        assert hit.vector.tobytes() == np.asarray(stored[hit.chunk.chunk_id], dtype=np.float32).tobytes()
+
+
+async def test_backend_returns_the_upserted_vectors_in_every_mode(backend, corpus_chunks, embedder):
+    from rag_retriever.backends.base import FusionSettings
+
+    chunks, vectors = corpus_chunks
+    await backend.upsert(chunks, vectors)
+    stored = {chunk.chunk_id: vector for chunk, vector in zip(chunks, vectors, strict=True)}
+    query = "volcanic eruption"
+    vector = query_vector(embedder, query)
+
+    dense = await backend.search_dense(vector, CORPUS_SIZE, with_vectors=True)
+    bm25 = await backend.search_bm25(query + " the and of", CORPUS_SIZE, with_vectors=True)
+    hybrid = {
+        method: await backend.search_hybrid(query, vector, 5, None, FusionSettings(method), with_vectors=True)
+        for method in ("min_max", "rrf")
+    }
+    assert len(dense) == CORPUS_SIZE and len(bm25) > 1
+    for hits in (dense, bm25, *hybrid.values()):
+        _assert_stored_vectors(hits, stored)
+    for hit in dense:
+        assert hit.score == pytest.approx((1.0 + float(hit.vector @ vector)) / 2.0, abs=1e-5)
+
+    # Without the flag: the same hits, no vectors.
+    plain = [
+        await backend.search_dense(vector, CORPUS_SIZE),
+        await backend.search_bm25(query + " the and of", CORPUS_SIZE),
+        *[await backend.search_hybrid(query, vector, 5, None, FusionSettings(m)) for m in ("min_max", "rrf")],
+    ]
+    for with_vectors, without in zip((dense, bm25, *hybrid.values()), plain, strict=True):
+        assert without == with_vectors  # chunks and scores (vectors are not part of ==)
+        assert all(hit.vector is None for hit in without)
+
+
+async def test_vectors_follow_replacements_filters_and_reopening(tmp_path, open_index, corpus_chunks, embedder):
+    chunks, vectors = corpus_chunks
+    first = open_index(tmp_path / "index")
+    first.upsert(chunks, vectors)
+    replacement = dataclasses.replace(chunks[0], text="Mitochondria are the powerhouse of the cell.")
+    new_vector = embedder.encode_documents([replacement.text])
+    first.upsert([replacement], new_vector)
+    first.close()
+    os.remove(tmp_path / "index" / HNSW_FILE)  # the graph is rebuilt; the stored vectors stay the truth
+
+    reopened = open_index(tmp_path / "index")
+    try:
+        stored = {chunk.chunk_id: vector for chunk, vector in zip(chunks, vectors, strict=True)}
+        stored[replacement.chunk_id] = new_vector[0]
+        _assert_stored_vectors(reopened.search_bm25("mitochondria", k=3, with_vectors=True), stored)
+        filtered = reopened.search_dense(new_vector[0], k=3, filters={"tenant": ["acme"]}, with_vectors=True)
+        assert filtered[0].chunk.text == replacement.text
+        _assert_stored_vectors(filtered, stored)
+    finally:
+        reopened.close()

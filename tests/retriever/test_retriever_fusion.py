@@ -60,3 +60,18 @@ def test_fuse_dispatches_and_rejects_unknown_modes():
 @pytest.mark.parametrize(("top_k", "expected"), [(1, 50), (12, 50), (13, 52), (50, 200)])
 def test_candidates_per_list(top_k, expected):
     assert candidates_per_list(top_k) == expected
+
+
+@pytest.mark.parametrize("method", ["min_max", "rrf"])
+def test_fused_hits_keep_their_vectors(method):
+    import numpy as np
+
+    vector = {cid: np.full(3, i, dtype=np.float32) for i, cid in enumerate("abc")}
+    dense = [ScoredChunk(h.chunk, h.score, vector[h.chunk.chunk_id]) for h in hits(("a", 0.9), ("b", 0.5))]
+    bm25 = [ScoredChunk(h.chunk, h.score, vector[h.chunk.chunk_id]) for h in hits(("c", 3.0), ("a", 1.0))]
+    fused = fuse(method, dense, bm25, top_k=3)
+    assert sorted(hit.chunk.chunk_id for hit in fused) == ["a", "b", "c"]
+    for hit in fused:
+        assert hit.vector is vector[hit.chunk.chunk_id]
+    # Lists without vectors fuse into hits without vectors.
+    assert all(hit.vector is None for hit in fuse(method, hits(("a", 0.9)), hits(("b", 2.0)), top_k=2))

@@ -6,7 +6,7 @@ change to the contract between two services is a change in exactly one file.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -38,6 +38,10 @@ class Passage(WireModel):
     section_path: list[str] = Field(default_factory=list)
     score: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: The chunk's unit-length embedding, only when the retriever was asked for it
+    #: (``SearchRequest.include_embeddings``): the reranker's diffusion and diversity stages need
+    #: it, and sending it saves the reranker re-embedding every candidate. Dropped before generation.
+    embedding: list[float] | None = None
 
 
 class Citation(WireModel):
@@ -99,12 +103,17 @@ class SearchRequest(WireModel):
     top_k: int = Field(default=10, ge=1, le=200)
     mode: SearchMode = "hybrid"
     filters: dict[str, str | list[str]] = Field(default_factory=dict)
+    #: Return each passage's stored embedding and the query's embedding (for the reranker).
+    include_embeddings: bool = False
 
 
 class SearchResponse(WireModel):
     passages: list[Passage]
     mode: SearchMode
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    #: The query's unit-length embedding, when ``include_embeddings`` was set and the mode embeds
+    #: the query (dense, hybrid); ``None`` otherwise.
+    query_embedding: list[float] | None = None
 
 
 class DocumentIn(WireModel):
@@ -155,17 +164,70 @@ class DocumentList(WireModel):
 # --------------------------------------------------------------------------- reranker
 
 
+class CrossEncoderStage(WireModel):
+    """Score every (query, passage) pair with the configured cross-encoder; skipped if none is set."""
+
+    name: Literal["cross_encoder"] = "cross_encoder"
+
+
+class DiffusionStage(WireModel):
+    """Personalised PageRank over the candidates' cosine-similarity graph, seeded by the current scores."""
+
+    name: Literal["diffusion"] = "diffusion"
+    alpha: float | None = Field(default=None, ge=0.0, lt=1.0, description="Damping; None = service default.")
+    top_k_edges: int | None = Field(default=None, ge=1, description="Keep only the k strongest edges per node.")
+
+
+class DiversityStage(WireModel):
+    """Geometric MMR (DF-RAG): relevant and diverse ``top_k``; ``mmr_lambda="adaptive"`` lets an LLM pick λ."""
+
+    name: Literal["gmmr"] = "gmmr"
+    mmr_lambda: float | Literal["adaptive"] | None = Field(
+        default=None, description="1 = relevance only, 0 = diversity only; None = service default."
+    )
+
+    @field_validator("mmr_lambda")
+    @classmethod
+    def lambda_in_unit_interval(cls, value: float | str | None) -> float | str | None:
+        if isinstance(value, float) and not 0.0 <= value <= 1.0:
+            raise ValueError("mmr_lambda must be in [0, 1] or 'adaptive'")
+        return value
+
+
+RerankStage = Annotated[CrossEncoderStage | DiffusionStage | DiversityStage, Field(discriminator="name")]
+RerankStageName = Literal["cross_encoder", "diffusion", "gmmr"]
+
+
 class RerankRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     passages: list[Passage] = Field(max_length=500)
     top_k: int = Field(default=5, ge=1, le=200)
+    #: The chain to run, in order; ``None`` runs the service's configured default chain.
+    stages: list[RerankStage] | None = Field(default=None, max_length=8)
+    #: The query's embedding in the passages' embedding space (the retriever's ``query_embedding``).
+    query_embedding: list[float] | None = None
+
+
+class StageReport(WireModel):
+    """What one stage of the chain did: ``ran``, ``skipped`` (with why), or ``failed`` (order kept)."""
+
+    name: str
+    status: Literal["ran", "skipped", "failed"]
+    reason: str = ""
+    ms: float = 0.0
+    #: Stage-specific facts, e.g. diffusion's iterations or the λ gMMR chose and why.
+    detail: dict[str, Any] = Field(default_factory=dict)
 
 
 class RerankResponse(WireModel):
     passages: list[Passage]
-    #: Which scoring stages ran, e.g. ``["bi_encoder"]`` or ``["cross_encoder"]``.
+    #: The stages that ran, in order, e.g. ``["cross_encoder", "diffusion"]``.
     stages: list[str]
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    #: One report per requested stage, including skipped and failed ones.
+    reports: list[StageReport] = Field(default_factory=list)
+    #: True when a stage failed and was bypassed (the order before it was kept).
+    degraded: bool = False
 
 
 # --------------------------------------------------------------------------- generator
@@ -208,6 +270,8 @@ class ChatResponse(WireModel):
     refined_query: str
     abstained: bool
     timings_ms: dict[str, float]
+    #: Stages that failed and were bypassed without losing the request, e.g. ``["rerank: ..."]``.
+    degraded: list[str] = Field(default_factory=list)
 
 
 class ConversationOut(WireModel):

@@ -40,7 +40,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         )
         graph = build_chat_graph(
             ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store),
-            ChatPolicy(settings.history_turns, settings.retrieval_candidates, settings.search_mode),
+            ChatPolicy(settings.history_turns, settings.retrieval_candidates, settings.search_mode, settings.pass_embeddings),
         )
         app.state.store = store
         app.state.chat = ChatService(graph, store, default_top_k=settings.default_top_k)

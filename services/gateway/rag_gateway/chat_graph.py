@@ -4,11 +4,14 @@ load_history → refine → retrieve → rerank → generate → save_turn
 
 Each node calls one service over HTTP and records its own latency. A node that fails raises
 :class:`DownstreamError` naming its stage; the graph stops there, so ``save_turn`` (the only
-writer) never runs for a failed request and the conversation is left untouched.
+writer) never runs for a failed request and the conversation is left untouched. The one
+exception is rerank: ranking quality is not worth a lost request, so a reranker that is down,
+slow or broken leaves the retriever's order in place and the response lists it in ``degraded``.
 """
 
 from __future__ import annotations
 
+import logging
 import operator
 import time
 from collections.abc import Iterator
@@ -37,6 +40,8 @@ from rag_common.schemas import (
 )
 from rag_gateway.conversation_store import ConversationStore
 
+logger = logging.getLogger(__name__)
+
 STAGE_SECONDS = Histogram(
     "rag_gateway_stage_seconds",
     "Latency of each stage of /v1/chat as seen by the gateway",
@@ -53,7 +58,9 @@ class ChatState(TypedDict, total=False):
     refined: RefineResponse
     candidates: list[Passage]
     passages: list[Passage]
+    query_embedding: list[float] | None
     rerank_stages: list[str]
+    degraded: Annotated[list[str], operator.add]
     generation: GenerateResponse
     turn: Turn
     timings_ms: Annotated[dict[str, float], operator.or_]
@@ -73,6 +80,9 @@ class ChatPolicy:
     history_turns: int
     retrieval_candidates: int
     search_mode: SearchMode
+    #: Ask the retriever for stored embeddings and hand them to the reranker (diffusion and gMMR
+    #: need them; otherwise the reranker re-embeds every candidate).
+    pass_embeddings: bool = True
 
 
 def _history_for_llm(history: list[Turn]) -> list[HistoryTurn]:
@@ -132,23 +142,42 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     query=state["refined"].query,
                     top_k=max(policy.retrieval_candidates, state["top_k"]),
                     mode=policy.search_mode,
+                    include_embeddings=policy.pass_embeddings,
                 ),
                 SearchResponse,
             )
-        return {"candidates": result.passages, "timings_ms": timer.ms}
+        return {"candidates": result.passages, "query_embedding": result.query_embedding, "timings_ms": timer.ms}
 
     async def rerank(state: ChatState) -> dict[str, Any]:
+        candidates, top_k = state["candidates"], state["top_k"]
+        degraded: list[str] = []
         with _Timer("rerank") as timer:
-            if state["candidates"]:
-                result = await services.reranker.post(
-                    "/v1/rerank",
-                    RerankRequest(query=state["refined"].query, passages=state["candidates"], top_k=state["top_k"]),
-                    RerankResponse,
-                )
-                passages, stages = result.passages, result.stages
-            else:
+            if not candidates:
                 passages, stages = [], []
-        return {"passages": passages, "rerank_stages": stages, "timings_ms": timer.ms}
+            else:
+                try:
+                    result = await services.reranker.post(
+                        "/v1/rerank",
+                        RerankRequest(
+                            query=state["refined"].query,
+                            passages=candidates,
+                            top_k=top_k,
+                            query_embedding=state.get("query_embedding"),
+                        ),
+                        RerankResponse,
+                    )
+                except DownstreamError as exc:
+                    logger.warning("rerank bypassed, keeping the retriever's order: %s", exc)
+                    passages, stages = candidates[:top_k], []
+                    degraded.append(f"reranker {exc.kind}: {exc.message}"[:300])
+                else:
+                    passages, stages = result.passages, result.stages
+                    degraded.extend(
+                        f"reranker stage {r.name} failed: {r.reason}"[:300] for r in result.reports if r.status == "failed"
+                    )
+        # The generator needs text, not vectors.
+        passages = [p.model_copy(update={"embedding": None}) if p.embedding is not None else p for p in passages]
+        return {"passages": passages, "rerank_stages": stages, "degraded": degraded, "timings_ms": timer.ms}
 
     async def generate(state: ChatState) -> dict[str, Any]:
         with _Timer("generate") as timer:

@@ -63,6 +63,7 @@ class ChatService:
                     "message": request.message,
                     "top_k": request.top_k or self._default_top_k,
                     "timings_ms": {},
+                    "degraded": [],
                 }
             )
         except DownstreamError as exc:
@@ -79,6 +80,7 @@ class ChatService:
             refined_query=state["refined"].query,
             abstained=generation.abstained,
             timings_ms=timings,
+            degraded=state.get("degraded", []),
         )
 
     async def conversation(self, conversation_id: str) -> ConversationOut:

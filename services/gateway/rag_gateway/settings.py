@@ -30,6 +30,11 @@ class GatewaySettings(ServiceSettings):
     default_top_k: int = Field(default=5, description="Passages given to the generator when the request has no top_k. Default 5.")
     retrieval_candidates: int = Field(default=20, description="Candidates fetched from the retriever for reranking. Default 20.")
     search_mode: SearchMode = Field(default="hybrid", description="Retrieval mode: dense, bm25 or hybrid. Default hybrid.")
+    pass_embeddings: bool = Field(
+        default=True,
+        description="Fetch the candidates' stored embeddings from the retriever and pass them to the reranker, "
+        "so its diffusion and gMMR stages need not re-embed them. Default true.",
+    )
 
     conversation_max_turns: int = Field(default=50, description="Turns kept per conversation (older ones dropped). Default 50.")
     conversation_ttl_s: int = Field(default=7 * 24 * 3600, description="Conversation lifetime after its last turn, seconds. Default 604800 (7 days).")

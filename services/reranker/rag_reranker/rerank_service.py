@@ -1,54 +1,116 @@
-"""Reranking as plain Python: score every candidate, order, keep the best ``top_k``."""
+"""Reranking as plain Python: run the requested chain of stages over the candidates, keep ``top_k``.
+
+Each stage is timed and reported. A stage that cannot apply is *skipped* with the reason; a stage
+that raises is *failed*: the order from before it is kept, the chain goes on, and the response is
+marked ``degraded`` — a broken stage costs ranking quality, never the request.
+"""
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import time
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rag_common.schemas import Passage, RerankRequest, RerankResponse
-from rag_reranker.scorers.base import PairScorer
+from rag_common.embedders import Embedder
+from rag_common.schemas import (
+    CrossEncoderStage,
+    DiffusionStage,
+    DiversityStage,
+    Passage,
+    RerankRequest,
+    RerankResponse,
+    RerankStage,
+    RerankStageName,
+    StageReport,
+)
+from rag_common.service import ServiceError
+from rag_reranker.metrics import INFLIGHT_REQUESTS, REQUEST_SECONDS, STAGE_SECONDS
+from rag_reranker.stages.base import CandidateSet, ChainStage, StageSkipped
+from rag_reranker.stages.candidate_embeddings import CandidateEmbeddings, EmbeddingMismatch
+
+logger = logging.getLogger(__name__)
+
+_SPEC_BY_NAME: dict[str, type] = {"cross_encoder": CrossEncoderStage, "diffusion": DiffusionStage, "gmmr": DiversityStage}
+
+
+def default_specs(names: Sequence[RerankStageName]) -> list[RerankStage]:
+    return [_SPEC_BY_NAME[name]() for name in names]
 
 
 class RerankService:
-    def __init__(self, scorer: PairScorer) -> None:
-        self._scorer = scorer
+    def __init__(
+        self,
+        stages: Mapping[str, ChainStage],
+        *,
+        default_chain: Sequence[RerankStageName],
+        embedder: Embedder | None = None,
+    ) -> None:
+        unknown = set(default_chain) - set(stages)
+        if unknown:
+            raise ValueError(f"default chain names stages this service does not have: {sorted(unknown)}")
+        self._stages = dict(stages)
+        self._default_specs = default_specs(default_chain)
+        self._embedder = embedder
 
     @property
-    def scorer(self) -> PairScorer:
-        return self._scorer
+    def default_chain(self) -> list[str]:
+        return [spec.name for spec in self._default_specs]
 
     async def rerank(self, request: RerankRequest) -> RerankResponse:
-        if not request.passages:
-            # Nothing to score means no stage ran: no model call and nothing to time.
-            return RerankResponse(passages=[], stages=[], timings_ms={})
-
-        name = self._scorer.name
+        INFLIGHT_REQUESTS.inc()
         started = time.perf_counter()
-        scores = await asyncio.to_thread(self._scorer.score, request.query, [p.text for p in request.passages])
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        try:
+            return await self._rerank(request)
+        finally:
+            INFLIGHT_REQUESTS.dec()
+            REQUEST_SECONDS.observe(time.perf_counter() - started)
 
-        scores = np.asarray(scores, dtype=np.float64)
-        if scores.shape != (len(request.passages),):
-            raise RuntimeError(
-                f"scorer {name!r} returned scores of shape {scores.shape} for {len(request.passages)} passages"
-            )
-        if not np.all(np.isfinite(scores)):
-            # A NaN would sort arbitrarily and cannot be sent as JSON; it means the model is broken.
-            raise RuntimeError(f"scorer {name!r} returned non-finite scores")
+    async def _rerank(self, request: RerankRequest) -> RerankResponse:
+        specs = self._default_specs if request.stages is None else request.stages
+        if not request.passages:
+            # Nothing to order: no stage runs, no model is called.
+            reports = [StageReport(name=s.name, status="skipped", reason="no passages") for s in specs]
+            return RerankResponse(passages=[], stages=[], timings_ms={}, reports=reports)
+        try:
+            embeddings = CandidateEmbeddings(request.query, request.query_embedding, request.passages, self._embedder)
+        except EmbeddingMismatch as exc:
+            raise ServiceError(422, str(exc)) from exc
+        candidates = CandidateSet.from_request(request.query, request.passages, request.top_k, embeddings)
 
+        reports: list[StageReport] = []
+        for spec in specs:
+            reports.append(await self._run_stage(spec, candidates))
+        ran = [r.name for r in reports if r.status == "ran"]
+        final = candidates.order[: request.top_k]
         return RerankResponse(
-            passages=rank_passages(request.passages, scores, request.top_k),
-            stages=[name],
-            timings_ms={name: round(elapsed_ms, 3)},
+            passages=[_ranked(request.passages[i], candidates.scores[i]) for i in final],
+            stages=ran,
+            timings_ms={r.name: r.ms for r in reports if r.status == "ran"},
+            reports=reports,
+            degraded=any(r.status == "failed" for r in reports),
         )
 
+    async def _run_stage(self, spec: RerankStage, candidates: CandidateSet) -> StageReport:
+        stage = self._stages.get(spec.name)
+        if stage is None:
+            return StageReport(name=spec.name, status="skipped", reason="stage not available in this service")
+        started = time.perf_counter()
+        try:
+            outcome = await stage.run(candidates, spec)
+        except StageSkipped as skip:
+            return StageReport(name=spec.name, status="skipped", reason=skip.reason)
+        except Exception as exc:
+            logger.exception("rerank stage %s failed; keeping the order from before it", spec.name)
+            ms = round((time.perf_counter() - started) * 1000.0, 3)
+            return StageReport(name=spec.name, status="failed", reason=f"{type(exc).__name__}: {exc}"[:300], ms=ms)
+        seconds = time.perf_counter() - started
+        STAGE_SECONDS.labels(spec.name).observe(seconds)
+        candidates.order, candidates.scores = outcome.order, outcome.scores
+        return StageReport(name=spec.name, status="ran", ms=round(seconds * 1000.0, 3), detail=outcome.detail)
 
-def rank_passages(passages: list[Passage], scores: np.ndarray, top_k: int) -> list[Passage]:
-    """The ``top_k`` passages by descending score, each carrying its new score.
 
-    Ties keep their input order (a stable sort), so equal scores never reshuffle the retriever's order.
-    """
-    order = np.argsort(-scores, kind="stable")[:top_k]
-    return [passages[i].model_copy(update={"score": float(scores[i])}) for i in order]
+def _ranked(passage: Passage, score: float) -> Passage:
+    # Embeddings served their purpose here; sending them on would only bloat every later hop.
+    return passage.model_copy(update={"score": float(score), "embedding": None})

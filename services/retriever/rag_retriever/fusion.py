@@ -4,13 +4,15 @@
 is ``dense_weight * dense + (1 - dense_weight) * bm25``, a chunk missing from a list counting 0 there;
 the result is in [0, 1]. ``rrf``: reciprocal rank fusion, ``sum(1 / (k + rank))`` with rank from 1
 and k = 60; it ignores score scales entirely and is never above ``2 / (k + 1)``.
+
+A fused hit keeps the ``vector`` its input hits carried (the same stored vector in both lists).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.records import ScoredChunk
 
 FusionMode = Literal["min_max", "rrf"]
 RRF_K = 60
@@ -38,12 +40,12 @@ def min_max_fusion(
     if not 0.0 <= dense_weight <= 1.0:
         raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
     dense_norm, bm25_norm = _min_max(dense), _min_max(bm25)
-    chunks = _chunks_by_id(dense, bm25)
+    hits = _hits_by_id(dense, bm25)
     fused = {
         chunk_id: dense_weight * dense_norm.get(chunk_id, 0.0) + (1.0 - dense_weight) * bm25_norm.get(chunk_id, 0.0)
-        for chunk_id in chunks
+        for chunk_id in hits
     }
-    return _ranked(fused, chunks, top_k)
+    return _ranked(fused, hits, top_k)
 
 
 def rrf_fusion(dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, k: int = RRF_K) -> list[ScoredChunk]:
@@ -51,7 +53,7 @@ def rrf_fusion(dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, k:
     for hits in (dense, bm25):
         for rank, hit in enumerate(hits, start=1):
             fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + 1.0 / (k + rank)
-    return _ranked(fused, _chunks_by_id(dense, bm25), top_k)
+    return _ranked(fused, _hits_by_id(dense, bm25), top_k)
 
 
 def fuse(
@@ -64,15 +66,15 @@ def fuse(
     raise ValueError(f"unknown fusion mode {mode!r}; use min_max or rrf")
 
 
-def _chunks_by_id(*lists: list[ScoredChunk]) -> dict[str, ChunkRecord]:
-    chunks: dict[str, ChunkRecord] = {}
-    for hits in lists:
-        for hit in hits:
-            chunks.setdefault(hit.chunk.chunk_id, hit.chunk)
-    return chunks
+def _hits_by_id(*lists: list[ScoredChunk]) -> dict[str, ScoredChunk]:
+    hits: dict[str, ScoredChunk] = {}
+    for hit_list in lists:
+        for hit in hit_list:
+            hits.setdefault(hit.chunk.chunk_id, hit)
+    return hits
 
 
-def _ranked(fused: dict[str, float], chunks: dict[str, ChunkRecord], top_k: int) -> list[ScoredChunk]:
+def _ranked(fused: dict[str, float], hits: dict[str, ScoredChunk], top_k: int) -> list[ScoredChunk]:
     # Ties broken by chunk id so equal inputs always give the same order.
     order = sorted(fused, key=lambda chunk_id: (-fused[chunk_id], chunk_id))[:top_k]
-    return [ScoredChunk(chunks[chunk_id], fused[chunk_id]) for chunk_id in order]
+    return [ScoredChunk(hits[chunk_id].chunk, fused[chunk_id], hits[chunk_id].vector) for chunk_id in order]

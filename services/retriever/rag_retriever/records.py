@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from rag_common.schemas import Passage
 
 #: Content types whose text the parsers wrote as Markdown: headings give ``section_path``.
@@ -73,8 +75,13 @@ class ChunkRecord:
 class ScoredChunk:
     chunk: ChunkRecord
     score: float
+    #: The chunk's stored unit-length vector (float32, exactly as upserted), only when the search
+    #: was asked for it (``with_vectors=True``), else None. Left out of ``==`` (an array has no
+    #: single truth value) and of the repr; compare vectors explicitly.
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def to_passage(self) -> Passage:
+        """The wire passage; ``embedding`` is the vector as Python floats (each float32 value exact)."""
         chunk = self.chunk
         metadata = dict(chunk.metadata)
         if chunk.table_id is not None:
@@ -89,6 +96,7 @@ class ScoredChunk:
             section_path=list(chunk.section_path),
             score=self.score,
             metadata=metadata,
+            embedding=None if self.vector is None else np.asarray(self.vector, dtype=np.float32).reshape(-1).tolist(),
         )
 
 

@@ -2,12 +2,17 @@
 
 Hybrid fusion is the backend's job: OpenSearch fuses server-side in a search pipeline, the embedded
 backend with ``fusion.py``; so ``timings_ms["search"]`` includes the fusion.
+
+With ``include_embeddings`` the response also carries the query's embedding and each passage's
+stored embedding (for the reranker), read by the backend together with the hits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+
+import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
@@ -50,13 +55,22 @@ class SearchService:
         self._default_top_k = default_top_k
 
     async def search(self, request: SearchRequest) -> SearchResponse:
+        """Passages for ``request`` in its mode.
+
+        The query is embedded for ``dense`` and ``hybrid``. With ``include_embeddings`` each passage's
+        ``embedding`` is its stored unit-length vector (float32 values as Python floats, not rounded)
+        and ``query_embedding`` is the query's vector, the one the search used; in ``bm25`` mode the
+        query is embedded anyway (``timings_ms["embed"]`` then appears too), so the reranker always
+        gets a query embedding. Without the flag both stay None.
+        """
         started = time.perf_counter()
         filters = validate_filters(request.filters)
         top_k = request.top_k if "top_k" in request.model_fields_set else self._default_top_k
+        with_vectors = request.include_embeddings
         timings: dict[str, float] = {}
 
         vector = None
-        if request.mode in ("dense", "hybrid"):
+        if request.mode in ("dense", "hybrid") or with_vectors:
             step = time.perf_counter()
             vector = (await asyncio.to_thread(self._embedder.encode_queries, [request.query]))[0]
             timings["embed"] = _elapsed_ms(step)
@@ -64,12 +78,26 @@ class SearchService:
         step = time.perf_counter()
         async with self._lock.read():
             if request.mode == "dense":
-                hits = await self._backend.search_dense(vector, top_k, filters)
+                hits = await self._backend.search_dense(vector, top_k, filters, with_vectors=with_vectors)
             elif request.mode == "bm25":
-                hits = await self._backend.search_bm25(request.query, top_k, filters)
+                hits = await self._backend.search_bm25(request.query, top_k, filters, with_vectors=with_vectors)
             else:
-                hits = await self._backend.search_hybrid(request.query, vector, top_k, filters, self._fusion)
+                hits = await self._backend.search_hybrid(
+                    request.query, vector, top_k, filters, self._fusion, with_vectors=with_vectors
+                )
         timings["search"] = _elapsed_ms(step)
 
+        query_embedding = None
+        if with_vectors:
+            missing = [hit.chunk.chunk_id for hit in hits if hit.vector is None]
+            if missing:
+                raise RuntimeError(f"the backend returned hits without their vectors: {missing[:5]}")
+            query_embedding = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+
         timings["total"] = _elapsed_ms(started)
-        return SearchResponse(passages=[hit.to_passage() for hit in hits], mode=request.mode, timings_ms=timings)
+        return SearchResponse(
+            passages=[hit.to_passage() for hit in hits],
+            mode=request.mode,
+            timings_ms=timings,
+            query_embedding=query_embedding,
+        )

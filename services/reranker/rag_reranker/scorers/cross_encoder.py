@@ -20,8 +20,6 @@ class CrossEncoderScorer:
     resolved at construction so a missing model fails at start-up, never by downloading.
     """
 
-    name = "cross_encoder"
-
     def __init__(
         self,
         model: str,
@@ -93,14 +91,14 @@ class CrossEncoderScorer:
             )
 
     def score(self, query: str, passages: list[str]) -> np.ndarray:
-        if not passages:
+        return self.score_pairs([(query, passage) for passage in passages])
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        if not pairs:
             return np.zeros(0, dtype=np.float32)
         if self._model is None:
             self.warm_up()
         scores = self._model.predict(
-            [(query, passage) for passage in passages],
-            batch_size=self._batch_size,
-            show_progress_bar=False,
-            convert_to_numpy=True,
+            pairs, batch_size=self._batch_size, show_progress_bar=False, convert_to_numpy=True
         )
-        return np.asarray(scores, dtype=np.float32).reshape(len(passages))
+        return np.asarray(scores, dtype=np.float32).reshape(len(pairs))

@@ -1,9 +1,2 @@
-"""Post-scoring reranking stages: pure NumPy steps that reorder or select already-scored candidates.
-
-Not wired into ``RerankService`` yet; each stage is a self-contained class with typed inputs/outputs.
-"""
-
-from rag_reranker.stages.diversity import GeometricMMR
-from rag_reranker.stages.graph_diffusion import DiffusionResult, GraphDiffusionReranker
-
-__all__ = ["DiffusionResult", "GeometricMMR", "GraphDiffusionReranker"]
+"""The rerank chain's stages. The NumPy algorithms (graph_diffusion, diversity) know nothing of
+requests; the ``*_stage`` modules adapt them (and the cross-encoder) to the chain."""

@@ -86,14 +86,29 @@ class Indexer(Protocol):
 
 
 class Searcher(Protocol):
-    async def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    """Every search takes ``with_vectors``: when true, each hit's ``ScoredChunk.vector`` is the chunk's
+    stored vector (float32, as upserted), read in the same pass as the hit; when false it is None
+    (and nothing extra is read or sent)."""
+
+    async def search_dense(
+        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
         """Nearest chunks by cosine; score = (1 + cosine) / 2 in [0, 1]. Filters apply inside the search."""
 
-    async def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    async def search_bm25(
+        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
         """Best chunks by BM25 over text and title; score = raw BM25 (>= 0)."""
 
     async def search_hybrid(
-        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        filters: Filters | None,
+        fusion: FusionSettings,
+        *,
+        with_vectors: bool = False,
     ) -> list[ScoredChunk]:
         """Dense and BM25 fused as ``fusion`` says; min_max in [0, 1], rrf a sum of 1 / (60 + rank)."""
 

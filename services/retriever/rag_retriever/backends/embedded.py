@@ -8,6 +8,9 @@ label it has in the HNSW graph. The graph is a derived index saved next to it. O
 reconciled (labels missing from the graph are re-added from the stored vectors, labels tantivy no
 longer has are marked deleted), so a crash between the tantivy commit and the graph save loses
 nothing. Labels are never reused, which is what makes that reconciliation unambiguous.
+
+``with_vectors`` reads a hit's vector from the same stored tantivy document as its payload (the
+exact float32 bytes upserted), not from hnswlib, whose cosine space keeps a re-normalised copy.
 """
 
 from __future__ import annotations
@@ -189,7 +192,9 @@ class EmbeddedIndex:
         hits = searcher.search(self._doc_query(doc_id), limit=1).hits
         return self._record(searcher, hits[0][1]).doc_fingerprint if hits else None
 
-    def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    def search_bm25(
+        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
         filter_query = self._filter_query(filters)
         terms = list(dict.fromkeys(self._analyzer.analyze(query)))
         if not terms or k <= 0:
@@ -204,9 +209,11 @@ class EmbeddedIndex:
             )
         searcher = self._searcher()
         hits = searcher.search(text_query, limit=k).hits
-        return [ScoredChunk(self._record(searcher, address), float(score)) for score, address in hits]
+        return [self._scored(searcher.doc(address), float(score), with_vectors) for score, address in hits]
 
-    def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    def search_dense(
+        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query vector has dimension {query.shape[0]}, index has {self.dim}")
@@ -221,13 +228,13 @@ class EmbeddedIndex:
             if k <= 0:
                 return []
             labels, distances = self._nearest(query, k, allowed)
-            records = self._records_by_label(searcher, labels)
+            documents = self._documents_by_label(searcher, labels)
         # hnswlib's cosine distance is 1 - cos; (1 + cos) / 2 = 1 - distance / 2.
         scores = np.clip(1.0 - np.asarray(distances, dtype=np.float64) / 2.0, 0.0, 1.0)
         return [
-            ScoredChunk(records[label], float(score))
+            self._scored(documents[label], float(score), with_vectors)
             for label, score in zip(labels, scores, strict=True)
-            if label in records
+            if label in documents
         ]
 
     def list_documents(self) -> list[DocumentInfo]:
@@ -298,6 +305,13 @@ class EmbeddedIndex:
     def _record(searcher: tantivy.Searcher, address: tantivy.DocAddress) -> ChunkRecord:
         return ChunkRecord.from_payload(json.loads(searcher.doc(address).get_first("payload")))
 
+    @staticmethod
+    def _scored(document: tantivy.Document, score: float, with_vectors: bool) -> ScoredChunk:
+        record = ChunkRecord.from_payload(json.loads(document.get_first("payload")))
+        # The stored little-endian float32 bytes, copied into a writable native array.
+        vector = np.frombuffer(document.get_first("vector"), dtype="<f4").astype(np.float32) if with_vectors else None
+        return ScoredChunk(record, score, vector)
+
     def _all_hits(self, searcher: tantivy.Searcher, query: tantivy.Query) -> list[tantivy.DocAddress]:
         return [address for _, address in searcher.search(query, limit=max(1, searcher.num_docs)).hits]
 
@@ -308,12 +322,12 @@ class EmbeddedIndex:
     def _records_matching(self, searcher: tantivy.Searcher, query: tantivy.Query) -> list[ChunkRecord]:
         return [self._record(searcher, address) for address in self._all_hits(searcher, query)]
 
-    def _records_by_label(self, searcher: tantivy.Searcher, labels: Iterable[int]) -> dict[int, ChunkRecord]:
+    def _documents_by_label(self, searcher: tantivy.Searcher, labels: Iterable[int]) -> dict[int, tantivy.Document]:
         addresses = self._all_hits(searcher, Query.term_set_query(self._schema, "label", [int(x) for x in labels]))
         if not addresses:
             return {}
         found = searcher.fast_field_values("label", addresses)
-        return {int(label): self._record(searcher, address) for label, address in zip(found, addresses, strict=True)}
+        return {int(label): searcher.doc(address) for label, address in zip(found, addresses, strict=True)}
 
     # ------------------------------------------------------------------ hnsw helpers
 
@@ -480,21 +494,35 @@ class EmbeddedBackend:
     async def document_fingerprint(self, doc_id: str) -> str | None:
         return await asyncio.to_thread(self.index.document_fingerprint, doc_id)
 
-    async def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
-        return await asyncio.to_thread(self.index.search_dense, vector, k, filters)
+    async def search_dense(
+        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
+        return await asyncio.to_thread(self.index.search_dense, vector, k, filters, with_vectors=with_vectors)
 
-    async def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
-        return await asyncio.to_thread(self.index.search_bm25, query, k, filters)
+    async def search_bm25(
+        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
+        return await asyncio.to_thread(self.index.search_bm25, query, k, filters, with_vectors=with_vectors)
 
     async def search_hybrid(
-        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        filters: Filters | None,
+        fusion: FusionSettings,
+        *,
+        with_vectors: bool = False,
     ) -> list[ScoredChunk]:
         if fusion.method == "z_score":
             raise ValueError("the embedded backend fuses with min_max or rrf; z_score needs the opensearch backend")
         # Fusion needs more candidates per list than it returns; both lists are searched concurrently.
         candidates = candidates_per_list(k)
+        # Decoding a stored vector is a copy of bytes already read with the hit, so both lists carry
+        # them and the fused hits keep theirs.
         dense, bm25 = await asyncio.gather(
-            self.search_dense(vector, candidates, filters), self.search_bm25(query, candidates, filters)
+            self.search_dense(vector, candidates, filters, with_vectors=with_vectors),
+            self.search_bm25(query, candidates, filters, with_vectors=with_vectors),
         )
         if fusion.method == "rrf":
             return rrf_fusion(dense, bm25, k, fusion.rank_constant)

@@ -168,31 +168,48 @@ class OpenSearchBackend:
 
     # ------------------------------------------------------------------ Searcher
 
-    async def search_dense(self, vector: np.ndarray, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    # with_vectors: the vectors come back in the hits' _source, in the same request (no second
+    # round trip, and the same snapshot as the hits).
+
+    async def search_dense(
+        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
             return []
-        body = dsl.dense_search_body(vector, k, filters, self.config.ef_search)
+        body = dsl.dense_search_body(vector, k, filters, self.config.ef_search, with_vectors=with_vectors)
         response = await self._client.search(index=self.alias, body=body)
-        return dsl.scored_hits(response, lambda raw: dsl.dense_score(raw, self.config.space))
+        return dsl.scored_hits(
+            response, lambda raw: dsl.dense_score(raw, self.config.space), with_vectors=with_vectors
+        )
 
-    async def search_bm25(self, query: str, k: int, filters: Filters | None = None) -> list[ScoredChunk]:
+    async def search_bm25(
+        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+    ) -> list[ScoredChunk]:
         if k <= 0:
             return []
-        response = await self._client.search(index=self.alias, body=dsl.bm25_search_body(query, k, filters))
-        return dsl.scored_hits(response)
+        body = dsl.bm25_search_body(query, k, filters, with_vectors=with_vectors)
+        response = await self._client.search(index=self.alias, body=body)
+        return dsl.scored_hits(response, with_vectors=with_vectors)
 
     async def search_hybrid(
-        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings
+        self,
+        query: str,
+        vector: np.ndarray,
+        k: int,
+        filters: Filters | None,
+        fusion: FusionSettings,
+        *,
+        with_vectors: bool = False,
     ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
             return []
         pipeline = await self._ensure_pipeline(fusion)
-        body = dsl.hybrid_search_body(query, vector, k, filters, self.config.ef_search)
+        body = dsl.hybrid_search_body(query, vector, k, filters, self.config.ef_search, with_vectors=with_vectors)
         # The pipeline is what fuses: without search_pipeline the hybrid query is not normalised.
         response = await self._client.search(index=self.alias, body=body, search_pipeline=pipeline)
-        return dsl.scored_hits(response)[:k]
+        return dsl.scored_hits(response, with_vectors=with_vectors, limit=k)
 
     # ------------------------------------------------------------------ Catalog
 

@@ -23,8 +23,10 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 #: Bump when the mapping or index settings change; then run ``reindex_into_new_version``.
 TEMPLATE_VERSION = 1
 VECTOR_FIELD = "embedding"
-#: Vectors are stored in ``_source`` (reindexing needs them) but never sent back with hits.
+#: Vectors are stored in ``_source`` (reindexing needs them) and sent back with hits only when a
+#: search asks for them (``with_vectors``): then the whole ``_source`` comes back.
 SOURCE_WITHOUT_VECTOR = {"excludes": [VECTOR_FIELD]}
+SOURCE_WITH_VECTOR = True
 #: A title match says more about a chunk than one in its body.
 BM25_FIELDS = ["text", "title^2"]
 #: Metadata values that are also indexed as exact-match keyword fields (when strings or string lists).
@@ -210,28 +212,36 @@ def bm25_clause(query: str, filters: Filters | None) -> dict[str, Any]:
     return {"bool": {"must": [match], "filter": clauses}} if clauses else match
 
 
-def dense_search_body(vector: np.ndarray, k: int, filters: Filters | None, ef_search: int) -> dict[str, Any]:
-    return {"size": k, "_source": SOURCE_WITHOUT_VECTOR, "query": knn_clause(vector, k, filters, ef_search)}
+def source_filter(with_vectors: bool) -> bool | dict[str, Any]:
+    """The search body's ``_source``: everything stored (vector included) or all but the vector."""
+    return SOURCE_WITH_VECTOR if with_vectors else SOURCE_WITHOUT_VECTOR
 
 
-def bm25_search_body(query: str, k: int, filters: Filters | None) -> dict[str, Any]:
-    return {"size": k, "_source": SOURCE_WITHOUT_VECTOR, "query": bm25_clause(query, filters)}
+def dense_search_body(
+    vector: np.ndarray, k: int, filters: Filters | None, ef_search: int, *, with_vectors: bool = False
+) -> dict[str, Any]:
+    return {"size": k, "_source": source_filter(with_vectors), "query": knn_clause(vector, k, filters, ef_search)}
+
+
+def bm25_search_body(query: str, k: int, filters: Filters | None, *, with_vectors: bool = False) -> dict[str, Any]:
+    return {"size": k, "_source": source_filter(with_vectors), "query": bm25_clause(query, filters)}
 
 
 def hybrid_search_body(
-    query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int
+    query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int, *, with_vectors: bool = False
 ) -> dict[str, Any]:
     """Sent with ``search_pipeline=<pipeline_name>``; without it OpenSearch would not fuse at all.
 
     Each sub-query yields up to ``size`` hits per shard, and normalization sees only those, so
     ``size`` is the per-list candidate depth of the embedded backend (``candidates_per_list``);
     the caller keeps the first ``k``. Filters go inside each sub-query (the hybrid-level ``filter``
-    needs OpenSearch 3.0).
+    needs OpenSearch 3.0). So ``with_vectors`` brings back the vectors of all ``size`` fused hits,
+    not only the first ``k`` (about 8 KB of JSON per 384-d hit).
     """
     candidates = candidates_per_list(k)
     return {
         "size": candidates,
-        "_source": SOURCE_WITHOUT_VECTOR,
+        "_source": source_filter(with_vectors),
         "query": {
             "hybrid": {
                 # Order matters: the pipeline's weights are [dense, bm25].
@@ -356,9 +366,26 @@ def dense_score(raw: float, space: KnnSpace) -> float:
     return min(max(raw, 0.0), 1.0)
 
 
-def scored_hits(response: dict[str, Any], score: Any = float) -> list[ScoredChunk]:
-    """A search answer's hits in order, each score passed through ``score``."""
+def vector_from_source(source: dict[str, Any]) -> np.ndarray:
+    """The stored vector of a hit fetched with ``with_vectors``. It was written as the float32 values
+    (``chunk_source``) and JSON keeps them exactly, so this is the upserted array bit for bit."""
+    values = source.get(VECTOR_FIELD)
+    if values is None:
+        raise ValueError(f"hit {source.get('chunk_id')!r} has no {VECTOR_FIELD!r} in its _source")
+    return np.asarray(values, dtype=np.float32)
+
+
+def scored_hits(
+    response: dict[str, Any], score: Any = float, *, with_vectors: bool = False, limit: int | None = None
+) -> list[ScoredChunk]:
+    """A search answer's (first ``limit``) hits in order, each score passed through ``score``; with
+    ``with_vectors`` each carries its stored vector."""
+    hits = response.get("hits", {}).get("hits", [])[:limit]
     return [
-        ScoredChunk(chunk_from_source(hit["_source"]), score(float(hit["_score"])))
-        for hit in response.get("hits", {}).get("hits", [])
+        ScoredChunk(
+            chunk_from_source(hit["_source"]),
+            score(float(hit["_score"])),
+            vector_from_source(hit["_source"]) if with_vectors else None,
+        )
+        for hit in hits
     ]

@@ -1,0 +1,95 @@
+"""Settings → the service's parts: the cross-encoder (if any), its batcher, the embedder, the stages."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from rag_common.embedders import Embedder, ModelNotAvailableError
+from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_common.settings import LLMSettings
+from rag_reranker.batching import MicroBatcher, UnbatchedScorer
+from rag_reranker.scorers.base import PairScorer
+from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
+from rag_reranker.settings import RerankerSettings
+from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
+from rag_reranker.stages.base import ChainStage
+from rag_reranker.stages.cross_encoder_stage import NO_MODEL_REASON, CrossEncoderStage
+from rag_reranker.stages.diffusion_stage import DiffusionStage
+from rag_reranker.stages.diversity_stage import DiversityStage
+from rag_reranker.torch_runtime import resolve_device
+
+logger = logging.getLogger(__name__)
+
+
+def build_cross_encoder(settings: RerankerSettings) -> PairScorer | None:
+    """An un-warmed cross-encoder, or None when none is configured.
+
+    Raises ModelNotAvailableError, naming the model and the setting, if it is configured but not on disk.
+    """
+    if not settings.cross_encoder_model:
+        logger.info("cross_encoder stage will be skipped: %s", NO_MODEL_REASON)
+        return None
+    try:
+        return CrossEncoderScorer(
+            settings.cross_encoder_model,
+            max_length=settings.cross_encoder_max_length,
+            sigmoid=settings.cross_encoder_sigmoid,
+            batch_size=settings.batch_size,
+            device=resolve_device(settings.device),
+        )
+    except ModelNotAvailableError as exc:
+        raise ModelNotAvailableError(
+            f"cross-encoder {settings.cross_encoder_model!r} (RERANKER_CROSS_ENCODER_MODEL) is not available: "
+            f"{exc}. Point RERANKER_CROSS_ENCODER_MODEL at a local model directory, or leave it empty "
+            "to skip the cross_encoder stage."
+        ) from exc
+
+
+def build_embedder(settings: RerankerSettings) -> Embedder:
+    return SentenceTransformerEmbedder(
+        settings.embedding_model, device=resolve_device(settings.device), batch_size=settings.batch_size
+    )
+
+
+def build_pair_queue(scorer: PairScorer, settings: RerankerSettings) -> MicroBatcher | UnbatchedScorer:
+    if settings.batch_max_wait_ms <= 0:
+        return UnbatchedScorer(scorer.score_pairs)
+    return MicroBatcher(
+        scorer.score_pairs, max_pairs=settings.batch_max_pairs, max_wait_s=settings.batch_max_wait_ms / 1000.0
+    )
+
+
+def build_adaptive_selector(settings: RerankerSettings, llm: LLMSettings | None) -> AdaptiveLambdaSelector | None:
+    if llm is None:
+        return None
+    from rag_common.llm import build_chat_model
+    from rag_reranker.llm_lambda_evaluator import LLMLambdaEvaluator
+
+    evaluator = LLMLambdaEvaluator(build_chat_model(llm, max_tokens=min(llm.max_tokens, 256)))
+    return AdaptiveLambdaSelector(evaluator, concurrency=settings.evaluator_concurrency)
+
+
+@dataclass
+class RerankerParts:
+    cross_encoder: PairScorer | None
+    pair_queue: MicroBatcher | UnbatchedScorer | None
+    embedder: Embedder
+    stages: dict[str, ChainStage]
+
+
+def build_parts(settings: RerankerSettings, llm: LLMSettings | None) -> RerankerParts:
+    """Everything un-warmed; the app's lifespan loads the models and starts the batcher."""
+    cross_encoder = build_cross_encoder(settings)
+    pair_queue = build_pair_queue(cross_encoder, settings) if cross_encoder is not None else None
+    stages: dict[str, ChainStage] = {
+        "cross_encoder": CrossEncoderStage(pair_queue, model_id=cross_encoder.model_id if cross_encoder else ""),
+        "diffusion": DiffusionStage(alpha=settings.diffusion_alpha, top_k_edges=settings.diffusion_top_k_edges),
+        "gmmr": DiversityStage(
+            settings.mmr_lambda,
+            adaptive=build_adaptive_selector(settings, llm),
+            lambdas=tuple(settings.adaptive_lambdas),
+            adaptive_timeout_s=settings.evaluator_timeout_s,
+        ),
+    }
+    return RerankerParts(cross_encoder, pair_queue, build_embedder(settings), stages)

@@ -1,0 +1,64 @@
+"""Chain stage: gMMR selection of ``top_k`` candidates, with a fixed or query-adaptive λ."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from rag_common.schemas import DiversityStage as DiversitySpec
+from rag_common.schemas import RerankStage
+from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
+from rag_reranker.stages.base import CandidateSet, StageOutcome
+from rag_reranker.stages.diversity import GeometricMMR
+
+logger = logging.getLogger(__name__)
+
+
+class DiversityStage:
+    name = "gmmr"
+
+    def __init__(
+        self,
+        default_lambda: float = 0.7,
+        *,
+        adaptive: AdaptiveLambdaSelector | None = None,
+        lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11)),
+        adaptive_timeout_s: float = 60.0,
+    ) -> None:
+        self.default_lambda = default_lambda
+        self._adaptive = adaptive
+        self._lambdas = lambdas
+        self._adaptive_timeout_s = adaptive_timeout_s
+
+    async def run(self, candidates: CandidateSet, spec: RerankStage) -> StageOutcome:
+        assert isinstance(spec, DiversitySpec)
+        in_play = candidates.order
+        query_vector = await candidates.embeddings.query_vector()
+        vectors = (await candidates.embeddings.matrix())[in_play]
+        detail: dict[str, object] = {}
+        if spec.mmr_lambda == "adaptive":
+            lam, detail = await self._adaptive_lambda(candidates, query_vector, vectors)
+        else:
+            lam = self.default_lambda if spec.mmr_lambda is None else float(spec.mmr_lambda)
+        selected = GeometricMMR(lam).select(query_vector, vectors, candidates.top_k)
+        return StageOutcome(order=in_play[selected], scores=candidates.scores, detail={"lambda": lam, **detail})
+
+    async def _adaptive_lambda(self, candidates: CandidateSet, query_vector, vectors) -> tuple[float, dict[str, object]]:
+        """The evaluator's λ; on any evaluator failure the default λ, said in the detail (not an error)."""
+        if self._adaptive is None:
+            return self.default_lambda, {"lambda_policy": "fixed", "fallback": "no evaluator configured"}
+        selections = GeometricMMR().lambda_sweep(query_vector, vectors, candidates.top_k, self._lambdas)
+        texts = [candidates.passages[i].text for i in candidates.order]
+        try:
+            async with asyncio.timeout(self._adaptive_timeout_s):
+                choice = await self._adaptive.choose(candidates.query, selections, texts)
+        except Exception as exc:
+            reason = f"evaluator failed: {type(exc).__name__}: {exc}"[:300]
+            logger.warning("adaptive λ: %s; using λ=%s", reason, self.default_lambda)
+            return self.default_lambda, {"lambda_policy": "fixed", "fallback": reason}
+        return choice.lambda_, {
+            "lambda_policy": "adaptive",
+            "lambda_scores": {str(k): round(v, 3) for k, v in choice.scores.items()},
+            "plan": choice.plan,
+            "distinct_sets": choice.distinct_sets,
+        }
