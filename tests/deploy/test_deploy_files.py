@@ -275,6 +275,32 @@ def test_reranker_reserves_an_nvidia_gpu() -> None:
     ), f"reranker GPU reservation missing or wrong: {devices}"
 
 
+def test_reranker_variants_are_chosen_by_profile() -> None:
+    """GPU and CPU reranker: one profile each, same name on the network, only the GPU one reserves a GPU."""
+    services = compose_services()
+    for name, profile in RERANKER_PROFILES.items():
+        assert services[name].get("profiles") == [profile], f"{name} should run under profile {profile!r} only"
+    gpu, cpu = services["reranker"], services["reranker-cpu"]
+    assert "deploy" not in cpu, "reranker-cpu must not reserve a device: it has to start on a host without a GPU"
+    assert service_env(gpu).get("RERANKER_DEVICE") == "cuda"
+    assert service_env(cpu).get("RERANKER_DEVICE") == "cpu"
+    cpu_index = (cpu["build"].get("args") or {}).get("TORCH_INDEX_URL")
+    assert cpu_index == "https://download.pytorch.org/whl/cpu", f"reranker-cpu should build CPU torch: {cpu_index!r}"
+    assert gpu["image"] != cpu["image"], "the CUDA and CPU builds would overwrite each other's image tag"
+    aliases = ((cpu.get("networks") or {}).get("default") or {}).get("aliases") or []
+    assert "reranker" in aliases, "reranker-cpu must answer to http://reranker:8003 like the GPU variant"
+    same = {k: v for k, v in service_env(gpu).items() if k != "RERANKER_DEVICE"}
+    assert same.items() <= service_env(cpu).items(), "the variants should differ only in the device"
+    assert gpu.get("volumes") == cpu.get("volumes")
+
+
+def test_gateway_waits_for_whichever_reranker_runs() -> None:
+    depends = compose_services()["gateway"]["depends_on"]
+    for name in RERANKER_PROFILES:
+        assert depends.get(name, {}).get("condition") == "service_healthy", f"gateway does not wait for {name}"
+        assert depends[name].get("required") is False, f"gateway -> {name} must be required: false (profiled)"
+
+
 def test_reranker_is_built_against_a_cuda_torch_index() -> None:
     args = compose_services()["reranker"]["build"].get("args") or {}
     index = interpolation_default(str(args.get("TORCH_INDEX_URL", "")))
@@ -585,6 +611,182 @@ def test_k8s_reranker_service_and_hpa() -> None:
             name = metric["resource"]["name"]
             requests = k8s_container().get("resources", {}).get("requests", {})
             assert name in requests, f"HPA scales on {name} utilization but the pod requests none"
+
+
+def k8s_env() -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in k8s_container().get("env", [])}
+
+
+def hpa_pods_metrics() -> list[dict[str, Any]]:
+    return [m["pods"] for m in k8s_docs()["HorizontalPodAutoscaler"]["spec"]["metrics"] if m["type"] == "Pods"]
+
+
+def series_name(series_query: str) -> str:
+    """The metric name a prometheus-adapter ``seriesQuery`` selects: ``name{...}`` or ``{__name__="name"}``."""
+    match = re.match(r"^\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{|$)", series_query) or re.search(
+        r'__name__\s*=\s*"([a-zA-Z_:][a-zA-Z0-9_:]*)"', series_query
+    )
+    assert match, f"cannot tell which series {series_query!r} selects (use the plain metric name)"
+    return match.group(1)
+
+
+def adapter_exposed_name(rule: dict[str, Any]) -> str:
+    """The custom-metrics API name of a rule, as prometheus-adapter derives it from ``name``:
+    ``matches`` (default ``.*``) is searched in the series name, ``as`` (default ``$0``, or ``$1``
+    with one capture group) is expanded with the capture groups."""
+    series = series_name(rule["seriesQuery"])
+    naming = rule.get("name") or {}
+    pattern = re.compile(naming.get("matches") or ".*")
+    match = pattern.search(series)
+    assert match, f"name.matches {pattern.pattern!r} does not match the series {series!r}: nothing is exposed"
+    template = naming.get("as") or ("$1" if pattern.groups == 1 else "$0")
+    return re.sub(r"\$\{?(\d+)\}?", lambda g: match.group(int(g.group(1))) or "", template)
+
+
+def adapter_rules() -> list[dict[str, Any]]:
+    rules = adapter_values().get("rules") or {}
+    return rules.get("custom") or []
+
+
+@pytest.mark.parametrize("path", [p.name for p in k8s_manifest_paths()])
+def test_every_k8s_manifest_parses_into_named_objects(path: str) -> None:
+    docs = [doc for doc in yaml.safe_load_all((K8S_DIR / path).read_text()) if doc]
+    assert docs, f"{path} holds no object"
+    for doc in docs:
+        assert isinstance(doc, dict) and {"apiVersion", "kind", "metadata"} <= doc.keys(), f"{path}: not a manifest"
+        assert doc["metadata"].get("name"), f"{path}: {doc['kind']} without a name"
+        assert doc["metadata"].get("labels", {}).get("app.kubernetes.io/part-of") == "rag", f"{path}: {doc['kind']}"
+
+
+def test_k8s_reranker_file_has_the_expected_objects() -> None:
+    expected = {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"}
+    assert set(k8s_docs()) == expected, f"reranker.yaml holds {sorted(k8s_docs())}, expected {sorted(expected)}"
+    assert "replicas" not in k8s_docs()["Deployment"]["spec"], (
+        "the HPA owns the replica count: a fixed `replicas` resets it on every kubectl apply"
+    )
+
+
+def test_k8s_reranker_startup_probe_covers_the_model_load() -> None:
+    container = k8s_container()
+    startup = container["startupProbe"]
+    assert resolve_container_port(container, startup["httpGet"]["port"]) == SERVICES["reranker"][1]
+    budget = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
+    assert budget >= 180, f"startupProbe gives the model {budget}s to load; compose allows 180s"
+
+
+def test_k8s_hpa_scales_the_reranker_on_its_queue_depth() -> None:
+    hpa = k8s_docs()["HorizontalPodAutoscaler"]
+    metrics = hpa["spec"]["metrics"]
+    primary = metrics[0]
+    assert primary["type"] == "Pods", f"the primary HPA metric should be a Pods metric, got {primary['type']}"
+    assert primary["pods"]["metric"]["name"] == QUEUE_METRIC
+    target = primary["pods"]["target"]
+    assert target["type"] == "AverageValue", "queue depth is a per-pod amount: target an AverageValue"
+    batch_max_pairs = int(k8s_env().get("RERANKER_BATCH_MAX_PAIRS") or 64)
+    assert str(target["averageValue"]) == str(QUEUE_TARGET_BATCHES * batch_max_pairs), (
+        f"queue target {target['averageValue']} should be {QUEUE_TARGET_BATCHES} x RERANKER_BATCH_MAX_PAIRS "
+        f"({batch_max_pairs}); change both together"
+    )
+    assert not [m for m in metrics if m["type"] == "Resource"], "CPU/memory say little about a GPU-bound pod"
+
+
+def test_k8s_hpa_scales_up_fast_and_down_slowly() -> None:
+    behavior = k8s_docs()["HorizontalPodAutoscaler"]["spec"]["behavior"]
+    up, down = behavior["scaleUp"], behavior["scaleDown"]
+    up_window = up.get("stabilizationWindowSeconds", 0)
+    down_window = down.get("stabilizationWindowSeconds", 300)
+    assert up_window <= 60, f"scale-up waits {up_window}s: queued pairs are users waiting now"
+    startup = k8s_container()["startupProbe"]
+    load = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
+    assert down_window >= load, f"scale-down window {down_window}s is shorter than a pod's model load ({load}s)"
+    assert down_window > up_window
+    for direction in (up, down):
+        for policy in direction.get("policies", []):
+            assert policy["type"] in {"Pods", "Percent"} and policy["value"] > 0 and policy["periodSeconds"] > 0
+
+
+def test_k8s_pdb_covers_the_reranker_pods_and_never_blocks_a_drain() -> None:
+    docs = k8s_docs()
+    pdb, pod_labels = docs["PodDisruptionBudget"], docs["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    assert pdb["apiVersion"] == "policy/v1"
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items(), "PDB selects no reranker pod"
+    if "minAvailable" in pdb["spec"]:
+        assert int(pdb["spec"]["minAvailable"]) < docs["HorizontalPodAutoscaler"]["spec"]["minReplicas"], (
+            "minAvailable >= minReplicas: a drain could never evict the last pods"
+        )
+    else:
+        assert int(pdb["spec"]["maxUnavailable"]) >= 1
+
+
+def test_k8s_prometheus_scrapes_the_reranker_metrics_endpoint() -> None:
+    container = k8s_container()
+    annotations = k8s_docs()["Deployment"]["spec"]["template"]["metadata"].get("annotations", {})
+    assert annotations.get("prometheus.io/scrape") == "true"
+    assert int(annotations["prometheus.io/port"]) == SERVICES["reranker"][1]
+    assert annotations.get("prometheus.io/path", "/metrics") == "/metrics"
+    monitor = k8s_docs(K8S_SERVICEMONITOR_PATH)["ServiceMonitor"]
+    service = k8s_docs()["Service"]
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items(), (
+        "the ServiceMonitor selects no reranker Service"
+    )
+    port_names = {port.get("name") for port in service["spec"]["ports"]}
+    for endpoint in monitor["spec"]["endpoints"]:
+        assert endpoint["port"] in port_names, f"ServiceMonitor port {endpoint['port']!r} is not a Service port name"
+        assert endpoint.get("path", "/metrics") == "/metrics"
+
+
+def test_adapter_exposes_every_metric_the_hpa_reads() -> None:
+    exposed = {adapter_exposed_name(rule): rule for rule in adapter_rules()}
+    assert len(exposed) == len(adapter_rules()), "two adapter rules expose the same metric name"
+    for pods in hpa_pods_metrics():
+        name = pods["metric"]["name"]
+        assert name in exposed, f"the HPA reads {name!r}; the adapter exposes only {sorted(exposed)}"
+    assert series_name(exposed[QUEUE_METRIC]["seriesQuery"]) == QUEUE_METRIC, "the queue rule reads another series"
+    assert adapter_values()["rules"].get("default") is False, "the chart's default rules expose hundreds of metrics"
+
+
+@pytest.mark.parametrize("index", range(2))
+def test_adapter_rules_map_series_to_pods(index: int) -> None:
+    rules = adapter_rules()
+    assert len(rules) == 2, f"expected the queue and the p95 rule, found {len(rules)}"
+    rule = rules[index]
+    overrides = rule["resources"]["overrides"]
+    assert {label: o["resource"] for label, o in overrides.items()} == {"namespace": "namespace", "pod": "pod"}
+    for label in overrides:
+        assert f'{label}!=""' in rule["seriesQuery"], f"seriesQuery should only find series with a {label} label"
+    query = rule["metricsQuery"]
+    for placeholder in ("<<.Series>>", "<<.LabelMatchers>>", "<<.GroupBy>>"):
+        assert placeholder in query, f"metricsQuery lacks {placeholder}: the adapter could not answer per pod"
+
+
+def test_adapter_and_hpa_read_metrics_the_reranker_exports() -> None:
+    """Every series the adapter queries is a metric family rag_reranker.metrics defines, of the right type."""
+    try:
+        module = importlib.import_module("rag_reranker.metrics")
+    except ModuleNotFoundError as exc:
+        pytest.skip(f"rag_reranker.metrics not written yet ({exc}); cannot check the exported metric names")
+    from prometheus_client.metrics import MetricWrapperBase
+
+    families = {
+        family.name: family.type
+        for obj in vars(module).values() if isinstance(obj, MetricWrapperBase)
+        for family in obj.describe()
+    }
+    suffix_type = {"_bucket": "histogram", "_count": ("histogram", "summary"), "_sum": ("histogram", "summary")}
+    names = set()
+    for rule in adapter_rules():
+        names.add(series_name(rule["seriesQuery"]))
+        names |= set(re.findall(r"\b(rag_[a-z0-9_]+)\b", rule["metricsQuery"]))
+    assert QUEUE_METRIC in names
+    for name in sorted(names):
+        suffix = next((s for s in suffix_type if name.endswith(s)), None)
+        family = name[: -len(suffix)] if suffix else name
+        assert family in families, f"the adapter queries {name}, but the reranker exports {sorted(families)}"
+        expected = suffix_type[suffix] if suffix else "gauge"
+        assert families[family] in ((expected,) if isinstance(expected, str) else expected), (
+            f"{name}: {family} is a {families[family]}, the adapter query expects {expected}"
+        )
 
 
 # --------------------------------------------------------------------------- settings fields

@@ -3,12 +3,24 @@
 They answer deterministically so the gateway's orchestration (order of stages, what is passed
 along, what is stored, how failures map to status codes) can be checked exactly. The real
 services are exercised end to end in tests/e2e.
+
+Triggers in the message / query pick the behaviours the tests need:
+
+* refiner intent: a greeting or thanks → ``chitchat``; "what did I ask" → ``meta``; "weather" or
+  "joke" → ``out_of_scope``; anything else → ``rag``. With ``hyde`` it returns a ``hyde_query``.
+* generator stream (``POST /v1/generate/stream``, SSE): "fail mid-stream" → two tokens then an
+  ``error`` event (503); "llm timeout" → an ``error`` event (504); "revise" → the tokens of a draft,
+  then a ``final`` with a different (verified) answer; "no final" → tokens and the stream just ends.
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
+from collections.abc import AsyncIterable
 
 from fastapi import FastAPI
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.schemas import (
     Citation,
@@ -25,6 +37,33 @@ from rag_common.schemas import (
 )
 
 
+_GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|evening))\b|\bthank", re.IGNORECASE)
+_META = re.compile(r"what (did|have) i ask", re.IGNORECASE)
+_OUT_OF_SCOPE = re.compile(r"\b(weather|joke)\b", re.IGNORECASE)
+
+
+def fake_intent(message: str) -> str:
+    if _META.search(message):
+        return "meta"
+    if _GREETING.search(message):
+        return "chitchat"
+    if _OUT_OF_SCOPE.search(message):
+        return "out_of_scope"
+    return "rag"
+
+
+def fake_answer(body: GenerateRequest) -> GenerateResponse:
+    first = body.passages[0]
+    citation = Citation(
+        id=1, source=first.source, title=first.title, page=first.page, chunk_id=first.chunk_id, score=first.score
+    )
+    return GenerateResponse(answer=f"answer to {body.query} [1]", citations=[citation], abstained=False, citation_precision=1.0)
+
+
+def _pieces(text: str) -> list[str]:
+    return re.findall(r"\S+\s*", text)
+
+
 def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     app = FastAPI()
 
@@ -35,9 +74,13 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     @app.post("/v1/refine")
     async def refine(body: RefineRequest) -> RefineResponse:
         calls.append(("refine", body.model_dump()))
+        intent = fake_intent(body.message)
         if not body.history:
-            return RefineResponse(query=body.message, rewritten=False, method="passthrough")
-        return RefineResponse(query=f"{body.message} ({body.history[-1].question})", rewritten=True, method="context_append")
+            query, rewritten, method = body.message, False, "passthrough"
+        else:
+            query, rewritten, method = f"{body.message} ({body.history[-1].question})", True, "context_append"
+        hyde_query = f"Hypothetical passage answering: {query}" if body.hyde and intent == "rag" else None
+        return RefineResponse(query=query, rewritten=rewritten, method=method, intent=intent, hyde_query=hyde_query)
 
     @app.post("/v1/search")
     async def search(body: SearchRequest) -> SearchResponse:
@@ -48,6 +91,9 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
                 chunk_id=f"doc{i}:0:abc",
                 doc_id=f"doc{i}",
                 text=f"text {i} about {body.query}",
+                title=f"Doc {i}",
+                source=f"doc{i}.md",
+                page=i + 1 if i % 2 == 0 else None,
                 score=1 - i / 10,
                 embedding=vectors[i % 3] if body.include_embeddings else None,
             )
@@ -68,8 +114,27 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     @app.post("/v1/generate")
     async def generate(body: GenerateRequest) -> GenerateResponse:
         calls.append(("generate", body.model_dump()))
-        first = body.passages[0]
-        citation = Citation(id=1, source=first.source, title=first.title, chunk_id=first.chunk_id, score=first.score)
-        return GenerateResponse(answer=f"answer to {body.query} [1]", citations=[citation], abstained=False)
+        return fake_answer(body)
+
+    @app.post("/v1/generate/stream", response_class=EventSourceResponse)
+    async def generate_stream(body: GenerateRequest) -> AsyncIterable[ServerSentEvent]:
+        calls.append(("generate_stream", body.model_dump()))
+        final = fake_answer(body)
+        if "llm timeout" in body.query:
+            yield ServerSentEvent(event="error", data={"error": "LLM timed out after 60s", "status": 504})
+            return
+        draft = "a draft answer that cites [7]" if "revise" in body.query else final.answer
+        pieces = _pieces(draft)
+        for i, piece in enumerate(pieces):
+            if "fail mid-stream" in body.query and i == 2:
+                yield ServerSentEvent(event="error", data={"error": "LLM unavailable: connection refused", "status": 503})
+                return
+            yield ServerSentEvent(event="token", data={"text": piece})
+            await asyncio.sleep(0.005)
+        if "no final" in body.query:
+            return
+        if "revise" in body.query:
+            final = final.model_copy(update={"answer": "the verified answer [1]", "citation_precision": 0.5})
+        yield ServerSentEvent(event="final", data=final)
 
     return app

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -10,35 +7,8 @@ from redis import Redis
 
 from rag_gateway.app import create_app
 from rag_gateway.conversation_store import KEY_PREFIX
-from rag_gateway.settings import GatewaySettings
 
-from ragctl.in_process import serve_in_thread
-
-from .fake_services import build_fake_services
-
-
-@pytest.fixture(scope="module")
-def fake_services() -> Iterator[tuple[str, list]]:
-    calls: list[tuple[str, dict]] = []
-    with serve_in_thread(build_fake_services(calls)) as url:
-        yield url, calls
-
-
-def _settings(redis_url: str, url: str, **overrides) -> GatewaySettings:
-    fields = dict(
-        redis_url=redis_url, refiner_url=url, retriever_url=url, reranker_url=url, generator_url=url,
-        retrieval_candidates=8, default_top_k=3,
-    )
-    fields.update(overrides)
-    return GatewaySettings(**fields)
-
-
-@pytest.fixture
-def client(redis_url: str, fake_services) -> Iterator[TestClient]:
-    url, calls = fake_services
-    calls.clear()
-    with TestClient(create_app(_settings(redis_url, url))) as test_client:
-        yield test_client
+from .support import gateway_settings as _settings
 
 
 def test_two_turns_flow_through_every_stage_and_are_stored(client: TestClient, fake_services) -> None:

@@ -23,9 +23,19 @@ def _sigmoid(values: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-values))
 
 
-def test_is_a_pair_scorer(tiny_cross_encoder: CrossEncoderScorer) -> None:
+def test_is_a_pair_scorer(tiny_cross_encoder: CrossEncoderScorer, tiny_cross_encoder_dir: Path) -> None:
     assert isinstance(tiny_cross_encoder, PairScorer)
-    assert tiny_cross_encoder.model_id == str(tiny_cross_encoder.path) or tiny_cross_encoder.model_id
+    assert tiny_cross_encoder.model_id == str(tiny_cross_encoder_dir)
+
+
+def test_score_pairs_matches_score_and_mixes_queries(tiny_cross_encoder: CrossEncoderScorer) -> None:
+    other = "when is the office closed"
+    pairs = [(QUERY, PASSAGES[0]), (other, PASSAGES[4]), (QUERY, PASSAGES[3])]
+    mixed = tiny_cross_encoder.score_pairs(pairs)
+    assert mixed.shape == (3,) and mixed.dtype == np.float32
+    expected = [tiny_cross_encoder.score(q, [p])[0] for q, p in pairs]
+    np.testing.assert_allclose(mixed, expected, rtol=1e-5, atol=1e-6)
+    assert tiny_cross_encoder.score_pairs([]).shape == (0,)
 
 
 def test_one_float_score_per_passage(tiny_cross_encoder: CrossEncoderScorer) -> None:

@@ -247,7 +247,7 @@ async def test_backend_returns_the_upserted_vectors_in_every_mode(backend, corpu
         assert all(hit.vector is None for hit in without)
 
 
-async def test_vectors_follow_replacements_filters_and_reopening(tmp_path, open_index, corpus_chunks, embedder):
+def test_vectors_follow_replacements_filters_and_reopening(tmp_path, open_index, corpus_chunks, embedder):
     chunks, vectors = corpus_chunks
     first = open_index(tmp_path / "index")
     first.upsert(chunks, vectors)

@@ -264,6 +264,38 @@ async def test_scores_are_in_their_documented_ranges(loaded: SearchBackend, embe
     assert rrf[0].score == pytest.approx(2 / 61) and all(h.score <= 2 / 61 + 1e-9 for h in rrf)
 
 
+async def test_searches_return_the_stored_vectors_only_when_asked(loaded: SearchBackend, embedder, corpus_chunks):
+    chunks, vectors = corpus_chunks
+    stored = {c.chunk_id: v for c, v in zip(chunks, vectors, strict=True)}
+    # Terms of three acme and three globex documents, so BM25 has hits with and without the filter
+    # (with stemming and stopwords of either analyzer).
+    query = "light water crust colony"
+    vector = query_vector(embedder, query)
+    for filters in (None, {"tenant": ["acme"]}):
+
+        async def run(with_vectors: bool) -> list[list[ScoredChunk]]:
+            return [
+                await loaded.search_dense(vector, 5, filters, with_vectors=with_vectors),
+                await loaded.search_bm25(query, 5, filters, with_vectors=with_vectors),
+                *[
+                    await loaded.search_hybrid(query, vector, 5, filters, fusion, with_vectors=with_vectors)
+                    for fusion in (MIN_MAX, RRF)
+                ],
+            ]
+
+        with_vectors, without = await run(True), await run(False)
+        for hits, plain in zip(with_vectors, without, strict=True):
+            assert len(hits) >= 3
+            assert hits == plain  # same chunks, same scores: the flag only adds the vectors
+            assert all(hit.vector is None for hit in plain)
+            for hit in hits:
+                assert hit.vector is not None and hit.vector.dtype == np.float32 and hit.vector.shape == (DIM,)
+                np.testing.assert_allclose(hit.vector, stored[hit.chunk.chunk_id], rtol=0, atol=1e-6)
+                assert float(np.linalg.norm(hit.vector)) == pytest.approx(1.0, abs=1e-5)
+        for hit in with_vectors[0]:  # dense: score = (1 + cosine) / 2 of the returned vector
+            assert hit.score == pytest.approx((1.0 + float(hit.vector @ vector)) / 2.0, abs=1e-3)
+
+
 # --------------------------------------------------------------------------- quality on real data
 
 DATASETS = Path(os.environ.get("RAG_DATASETS_DIR", Path(__file__).resolve().parents[3] / "shared" / "datasets"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
@@ -46,6 +47,43 @@ def test_ingest_json_then_search(client, corpus_documents):
     assert body["passages"][0]["doc_id"] == "volcanoes"
     assert len(body["passages"]) == 3
     assert set(body["timings_ms"]) == {"embed", "search", "total"}
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+def test_search_with_include_embeddings_returns_unit_vectors(client, corpus_documents, embedder, mode):
+    payload = {"documents": [document.model_dump(mode="json") for document in corpus_documents]}
+    assert client.post("/v1/documents", json=payload).status_code == 200  # no-op if already ingested
+    query = "the volcano and its lava crust"  # "the", "and": every document has a BM25 hit
+    request = {"query": query, "mode": mode, "top_k": 5}
+
+    body = client.post("/v1/search", json={**request, "include_embeddings": True}).json()
+    plain = client.post("/v1/search", json=request).json()
+
+    # The query's own embedding, in every mode (bm25 embeds it just for this).
+    query_embedding = np.asarray(body["query_embedding"], dtype=np.float64)
+    assert query_embedding.shape == (384,)
+    assert np.linalg.norm(query_embedding) == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(query_embedding, embedder.encode_queries([query])[0], rtol=0, atol=1e-6)
+    assert "embed" in body["timings_ms"]
+
+    passages = body["passages"]
+    assert len(passages) == 5
+    for passage in passages:
+        embedding = np.asarray(passage["embedding"], dtype=np.float64)
+        assert embedding.shape == (384,)
+        assert np.linalg.norm(embedding) == pytest.approx(1.0, abs=1e-5)
+        # Full float32 precision on the wire: every value is a float32 exactly, none rounded.
+        assert np.array_equal(embedding.astype(np.float32).astype(np.float64), embedding)
+        # It is the stored embedding of this passage's own text.
+        np.testing.assert_allclose(embedding, embedder.encode_documents([passage["text"]])[0], rtol=0, atol=1e-5)
+        if mode == "dense":
+            # Dense score = (1 + cosine) / 2, and both vectors are unit length: cosine = dot product.
+            assert passage["score"] == pytest.approx((1.0 + float(embedding @ query_embedding)) / 2.0, abs=1e-5)
+
+    # Without the flag: the same passages, and no vectors on the wire.
+    assert plain["query_embedding"] is None
+    assert [p["embedding"] for p in plain["passages"]] == [None] * 5
+    assert [(p["chunk_id"], p["score"]) for p in plain["passages"]] == [(p["chunk_id"], p["score"]) for p in passages]
 
 
 def test_upload_ingests_good_files_and_reports_bad_ones(client):

@@ -312,6 +312,37 @@ async def test_every_hybrid_query_is_sent_with_its_search_pipeline(backend, clus
         assert cluster.calls.index(cluster.requests("PUT", f"/_search/pipeline/{name}")[0]) < first_use
 
 
+async def test_with_vectors_every_query_asks_for_the_whole_source(backend, cluster):
+    await backend.search_dense(QUERY_VECTOR, 5, ACME, with_vectors=True)
+    await backend.search_bm25("volcano lava", 7, with_vectors=True)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), with_vectors=True)
+    dense, bm25, put, hybrid = cluster.calls
+    assert (dense.path, dense.params) == ("/rag-chunks/_search", {})
+    assert dense.body == {
+        "size": 5,
+        "_source": True,
+        "query": {"knn": {"embedding": {**KNN, "filter": ACME_FILTER}}},
+    }
+    assert (bm25.path, bm25.params) == ("/rag-chunks/_search", {})
+    assert bm25.body == {"size": 7, "_source": True, "query": MULTI_MATCH}
+    assert put.path == "/_search/pipeline/rag-chunks-hybrid-minmax"
+    assert (hybrid.path, hybrid.params) == ("/rag-chunks/_search", {"search_pipeline": "rag-chunks-hybrid-minmax"})
+    assert hybrid.body == {
+        "size": 50,
+        "_source": True,
+        "query": {"hybrid": {"queries": [{"knn": {"embedding": {**KNN, "k": 50}}}, MULTI_MATCH]}},
+    }
+
+
+async def test_without_vectors_every_query_excludes_the_vector(backend, cluster):
+    await backend.search_dense(QUERY_VECTOR, 5, with_vectors=False)
+    await backend.search_bm25("volcano lava", 7)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings())
+    bodies = [c.body for c in cluster.calls if c.path == "/rag-chunks/_search"]
+    assert len(bodies) == 3
+    assert [body["_source"] for body in bodies] == [{"excludes": ["embedding"]}] * 3
+
+
 async def test_unknown_filter_field_is_rejected_before_any_request(backend, cluster):
     with pytest.raises(ValueError, match="allowed: doc_id, source, tenant, content_type"):
         await backend.search_bm25("lava", 3, {"author": ["x"]})
@@ -329,6 +360,64 @@ async def test_hits_become_scored_chunks_with_every_field(backend, cluster):
     assert dense == [ScoredChunk(VOLCANO, 0.9), ScoredChunk(JAZZ, 0.55)]
     assert bm25 == [ScoredChunk(VOLCANO, 7.25)]  # raw BM25, not normalised
     assert dense[0].to_passage().section_path == ["Geology", "Volcanoes"]
+
+
+#: float32 values whose shortest decimal form is long: rounding anywhere on the way would show.
+VOLCANO_VECTOR = np.array([0.1, -0.7, 1 / 3, 0.6], dtype=np.float32)
+JAZZ_VECTOR = np.array([0.0, 0.5, 0.5, 0.70710677], dtype=np.float32)
+
+
+def with_vector(record: ChunkRecord, vector: np.ndarray) -> dict:
+    """``source_of`` plus the vector as the backend wrote it (``chunk_source``: float32 → float)."""
+    return {**source_of(record), "embedding": vector.tolist()}
+
+
+async def test_hits_fetched_with_vectors_carry_the_exact_stored_float32_vectors(backend, cluster):
+    cluster.searches.append(
+        hits_answer([hit(with_vector(VOLCANO, VOLCANO_VECTOR), 0.9), hit(with_vector(JAZZ, JAZZ_VECTOR), 0.55)])
+    )
+    cluster.searches.append(hits_answer([hit(with_vector(JAZZ, JAZZ_VECTOR), 7.25)]))
+    dense = await backend.search_dense(QUERY_VECTOR, 2, with_vectors=True)
+    bm25 = await backend.search_bm25("jazz", 1, with_vectors=True)
+
+    assert dense == [ScoredChunk(VOLCANO, 0.9), ScoredChunk(JAZZ, 0.55)]  # the chunk fields stay as they were
+    assert bm25 == [ScoredChunk(JAZZ, 7.25)]
+    for scored, expected in [(dense[0], VOLCANO_VECTOR), (dense[1], JAZZ_VECTOR), (bm25[0], JAZZ_VECTOR)]:
+        assert scored.vector.dtype == np.float32
+        assert scored.vector.tobytes() == expected.tobytes()
+    passage = dense[0].to_passage()
+    assert passage.embedding == [0.10000000149011612, -0.699999988079071, 0.3333333432674408, 0.6000000238418579]
+    assert all(type(value) is float for value in passage.embedding)
+
+
+async def test_stored_vectors_round_trip_from_upsert_to_search_bit_for_bit(backend, cluster):
+    vectors = np.random.default_rng(3).normal(size=(2, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    await backend.upsert([VOLCANO, JAZZ], vectors)
+    written = cluster.calls[0].body[1::2]  # the _source documents the cluster stored
+    cluster.searches.append(hits_answer([hit(source, 1.0 - i / 10) for i, source in enumerate(written)]))
+    hits = await backend.search_bm25("anything", 2, with_vectors=True)
+    assert [h.vector.tobytes() for h in hits] == [v.tobytes() for v in vectors]
+
+
+async def test_hybrid_with_vectors_keeps_the_first_k_hits_and_their_vectors(backend, cluster):
+    vectors = [np.full(4, 0.5 - i / 100, dtype=np.float32) for i in range(20)]
+    fused = [hit(with_vector(chunk(f"d{i}", 0, f"text {i}"), vectors[i]), 1.0 - i / 100) for i in range(20)]
+    cluster.searches.append(hits_answer(fused))
+    hits = await backend.search_hybrid("text", QUERY_VECTOR, 3, None, FusionSettings(), with_vectors=True)
+    assert [(h.chunk.doc_id, h.score) for h in hits] == [("d0", 1.0), ("d1", 0.99), ("d2", 0.98)]
+    assert [h.vector.tolist() for h in hits] == [v.tolist() for v in vectors[:3]]
+
+
+async def test_vectors_are_read_only_when_asked_for(backend, cluster):
+    # A stray vector in _source is ignored without the flag ...
+    cluster.searches.append(hits_answer([hit(with_vector(VOLCANO, VOLCANO_VECTOR), 0.9)]))
+    [plain] = await backend.search_dense(QUERY_VECTOR, 1)
+    assert plain.vector is None and plain.to_passage().embedding is None
+    # ... and a hit without one, when asked, is an error rather than a passage without an embedding.
+    cluster.searches.append(hits_answer([hit(source_of(VOLCANO), 0.9)]))
+    with pytest.raises(ValueError, match="volcanoes:0:abc.*no 'embedding'"):
+        await backend.search_dense(QUERY_VECTOR, 1, with_vectors=True)
 
 
 async def test_innerproduct_scores_map_back_to_one_plus_cosine_over_two(cluster):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import numpy as np
 import pytest
 
 from rag_common.schemas import DocumentIn, SearchRequest
@@ -122,3 +123,36 @@ async def test_unknown_filter_field_is_a_400_naming_the_allowed_fields(indexed, 
     assert "author" in error.value.error and "doc_id, source, tenant, content_type" in error.value.error
     with pytest.raises(ServiceError, match="empty list"):
         await service(indexed, embedder).search(SearchRequest(query="lava", filters={"tenant": []}))
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+async def test_include_embeddings_returns_the_query_and_passage_vectors(indexed, embedder, mode):
+    search = service(indexed, embedder)
+    query = "the queen bee and her colony"  # "the", "and": every document has a BM25 hit
+    response = await search.search(SearchRequest(query=query, mode=mode, top_k=4, include_embeddings=True))
+    plain = await search.search(SearchRequest(query=query, mode=mode, top_k=4))
+
+    expected_query = embedder.encode_queries([query])[0]
+    assert response.query_embedding == expected_query.tolist()  # the float32 values, as Python floats
+    assert "embed" in response.timings_ms  # bm25 embeds the query for this
+    backend, _ = indexed
+    stored = {hit.chunk.chunk_id: hit.vector for hit in await backend.search_dense(expected_query, 12, with_vectors=True)}
+    assert len(response.passages) == 4
+    for passage in response.passages:
+        assert all(type(value) is float for value in passage.embedding)
+        assert passage.embedding == stored[passage.chunk_id].tolist()
+
+    assert plain.query_embedding is None and all(p.embedding is None for p in plain.passages)
+    assert [p.chunk_id for p in plain.passages] == [p.chunk_id for p in response.passages]
+
+
+async def test_a_backend_that_drops_the_vectors_is_an_error_not_a_silent_null(indexed, embedder):
+    backend, lock = indexed
+
+    class NoVectors:
+        async def search_bm25(self, query, k, filters=None, *, with_vectors=False):
+            return await backend.search_bm25(query, k, filters)  # ignores with_vectors
+
+    search = SearchService(NoVectors(), embedder, lock)
+    with pytest.raises(RuntimeError, match="without their vectors"):
+        await search.search(SearchRequest(query="waggle dance", mode="bm25", include_embeddings=True))

@@ -11,6 +11,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SearchMode = Literal["dense", "bm25", "hybrid"]
+#: What a message asks for: ``rag`` needs the documents; ``chitchat`` (greeting, thanks) and ``meta``
+#: (about the conversation itself) are answered without retrieval; ``out_of_scope`` is declined.
+Intent = Literal["rag", "chitchat", "meta", "out_of_scope"]
 
 #: Upper bound on a user message, in characters (about 2k tokens). Longer input is a 422.
 MAX_MESSAGE_CHARS = 8000
@@ -60,13 +63,15 @@ class Citation(WireModel):
 
 
 class Turn(WireModel):
-    """One stored exchange of a conversation."""
+    """One stored exchange of a conversation: the user's own words, the standalone query that was
+    searched, the answer and the chunks it cites (``citations[].chunk_id``)."""
 
     message: str
     refined_query: str
     answer: str
     citations: list[Citation] = Field(default_factory=list)
     abstained: bool = False
+    intent: Intent = "rag"
     created_at: float
 
 
@@ -83,6 +88,8 @@ class HistoryTurn(WireModel):
 class RefineRequest(WireModel):
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     history: list[HistoryTurn] = Field(default_factory=list)
+    #: Also write a hypothetical answer (HyDE) to search with.
+    hyde: bool = False
 
 
 class RefineResponse(WireModel):
@@ -90,9 +97,15 @@ class RefineResponse(WireModel):
     rewritten: bool
     #: ``passthrough`` (first message), ``llm`` (model rewrite accepted), ``context_append``
     #: (model rewrite rejected by the guard, context appended verbatim), ``fallback`` (model
-    #: failed: raw message used).
+    #: failed or timed out: raw message used).
     method: Literal["passthrough", "llm", "context_append", "fallback"]
     detail: str = ""
+    intent: Intent = "rag"
+    #: How the intent was decided: cheap ``rules`` / ``embedding`` classifier first, the ``llm`` only
+    #: when those are unsure, ``fallback`` when the LLM was needed but failed (then ``rag``).
+    intent_method: Literal["rules", "embedding", "llm", "fallback"] = "rules"
+    #: The hypothetical answer to search with, when HyDE was asked for and succeeded.
+    hyde_query: str | None = None
 
 
 # --------------------------------------------------------------------------- retriever
@@ -111,8 +124,8 @@ class SearchResponse(WireModel):
     passages: list[Passage]
     mode: SearchMode
     timings_ms: dict[str, float] = Field(default_factory=dict)
-    #: The query's unit-length embedding, when ``include_embeddings`` was set and the mode embeds
-    #: the query (dense, hybrid); ``None`` otherwise.
+    #: The query's unit-length embedding when ``include_embeddings`` was set (in bm25 mode too: the
+    #: query is then embedded for this purpose alone); ``None`` otherwise.
     query_embedding: list[float] | None = None
 
 
@@ -245,6 +258,11 @@ class GenerateResponse(WireModel):
     abstained: bool
     #: Why the generator abstained, if it did (``no_passages``, ``no_valid_citation``, ...).
     abstain_reason: str = ""
+    #: Share of the model's citations that survived verification (valid source id, quote found in
+    #: that source); ``None`` when the model cited nothing.
+    citation_precision: float | None = None
+    #: The model's first reply was invalid JSON and the one repair attempt produced this answer.
+    repaired: bool = False
 
 
 # --------------------------------------------------------------------------- gateway
@@ -254,6 +272,8 @@ class ChatRequest(WireModel):
     conversation_id: str | None = Field(default=None, min_length=1, max_length=128)
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    #: Search with a hypothetical answer (HyDE) instead of the query; ``None`` = the gateway default.
+    hyde: bool | None = None
 
     @field_validator("message")
     @classmethod
@@ -272,6 +292,8 @@ class ChatResponse(WireModel):
     timings_ms: dict[str, float]
     #: Stages that failed and were bypassed without losing the request, e.g. ``["rerank: ..."]``.
     degraded: list[str] = Field(default_factory=list)
+    intent: Intent = "rag"
+    citation_precision: float | None = None
 
 
 class ConversationOut(WireModel):

@@ -1,26 +1,51 @@
-"""The public REST API. Routes are thin: validation by the wire schemas, logic in ChatService."""
+"""The public REST API. Routes are thin: validation by the wire schemas, logic in ChatService.
+
+``/v1/chat`` answers in one JSON body, ``/v1/chat/stream`` streams the same answer as Server-Sent
+Events, ``/v1/chat/completions`` speaks the OpenAI wire format (rag_gateway/openai_compat.py).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from redis.asyncio import Redis
 
 from rag_common.http import DownstreamError, ServiceClient
-from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, IngestRequest
+from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, ErrorBody, IngestRequest
 from rag_common.service import ServiceError, create_service_app
-from rag_gateway.chat_graph import ChatPolicy, ChatServices, build_chat_graph
+from rag_gateway.chat_graph import ChatPolicy, ChatServices, Replies, build_chat_graph
 from rag_gateway.chat_service import ChatService, downstream_to_service_error
 from rag_gateway.conversation_store import ConversationStore
+from rag_gateway.generator_stream import GeneratorStreamClient
+from rag_gateway.openai_compat import ChatCompletionRequest, completion, completion_chunks, transcript
 from rag_gateway.settings import GatewaySettings
+
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_ERRORS = {code: {"model": ErrorBody} for code in (404, 422, 503, 504)}
+
+
+@dataclass(frozen=True)
+class _StreamStart:
+    request: ChatRequest
+    conversation_id: str
+
+
+async def _start_stream(body: ChatRequest, request: Request) -> _StreamStart:
+    """Runs before the SSE response starts, so bad input is a plain 422 and an unknown conversation a 404."""
+    return _StreamStart(body, await request.app.state.chat.start_conversation(body.conversation_id))
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     clients: dict[str, ServiceClient] = {}
+    streams: list[GeneratorStreamClient] = []
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -38,17 +63,33 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             reranker=ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s),
             generator=ServiceClient("generator", settings.generator_url, settings.generator_timeout_s),
         )
+        streams.append(GeneratorStreamClient(settings.generator_url, settings.generator_timeout_s))
         graph = build_chat_graph(
-            ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store),
-            ChatPolicy(settings.history_turns, settings.retrieval_candidates, settings.search_mode, settings.pass_embeddings),
+            ChatServices(
+                clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store, streams[0]
+            ),
+            ChatPolicy(
+                history_turns=settings.history_turns,
+                retrieval_candidates=settings.retrieval_candidates,
+                search_mode=settings.search_mode,
+                pass_embeddings=settings.pass_embeddings,
+                history_token_budget=settings.history_token_budget,
+                replies=Replies(
+                    chitchat=settings.chitchat_reply,
+                    thanks=settings.thanks_reply,
+                    out_of_scope=settings.out_of_scope_reply,
+                ),
+            ),
         )
         app.state.store = store
-        app.state.chat = ChatService(graph, store, default_top_k=settings.default_top_k)
+        app.state.chat = ChatService(
+            graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default
+        )
         app.state.ingest = clients["ingest"]
         try:
             yield
         finally:
-            await asyncio.gather(*(client.aclose() for client in clients.values()))
+            await asyncio.gather(*(client.aclose() for client in [*clients.values(), *streams]))
             await redis.aclose()
 
     async def readiness() -> dict[str, str]:
@@ -66,6 +107,35 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"])
     async def chat(body: ChatRequest, request: Request) -> ChatResponse:
         return await request.app.state.chat.chat(body)
+
+    @app.post("/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_ERRORS)
+    async def chat_stream(
+        start: Annotated[_StreamStart, Depends(_start_stream)], request: Request
+    ) -> AsyncIterable[ServerSentEvent]:
+        """``meta`` {conversation_id, refined_query, intent}, ``token`` {text} per answer delta, then
+        ``final`` (the ChatResponse, authoritative; the turn is stored before it is sent) or
+        ``error`` {error, status, stage} (nothing stored)."""
+        async for event in request.app.state.chat.stream(start.request, start.conversation_id):
+            yield ServerSentEvent(event=event.name, data=event.data)
+
+    @app.post("/v1/chat/completions", response_model=None, tags=["openai"], responses=_ERRORS)
+    async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
+        """OpenAI-compatible chat completion (stateless; ``stream: true`` for chunks)."""
+        chat: ChatService = request.app.state.chat
+        history = transcript(body.messages)
+        if body.stream:
+            events = chat.complete_stream(body.question, history, top_k=body.top_k, hyde=body.hyde)
+            return EventSourceResponse(completion_chunks(events, body.model), headers=_SSE_HEADERS)
+        response = await chat.complete(body.question, history, top_k=body.top_k, hyde=body.hyde)
+        return JSONResponse(completion(response, body.model))
+
+    @app.get("/v1/models", tags=["openai"])
+    async def list_models() -> dict:
+        """The one model id OpenAI-compatible clients can pick (any id is accepted on completions)."""
+        return {
+            "object": "list",
+            "data": [{"id": settings.openai_model, "object": "model", "created": 0, "owned_by": "rag-gateway"}],
+        }
 
     @app.get("/v1/conversations/{conversation_id}", response_model=ConversationOut, tags=["chat"])
     async def get_conversation(conversation_id: str, request: Request) -> ConversationOut:

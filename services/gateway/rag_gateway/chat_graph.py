@@ -1,24 +1,39 @@
 """The chat request as a LangGraph state graph.
 
-load_history → refine → retrieve → rerank → generate → save_turn
+load_history → refine ─┬─ rag ─────────── retrieve → rerank → generate ─┐
+                       ├─ chitchat ────── chitchat (canned reply) ──────┤
+                       ├─ meta ────────── meta (from the stored turns) ─┼→ save_turn
+                       └─ out_of_scope ── decline (abstains) ───────────┘
 
-Each node calls one service over HTTP and records its own latency. A node that fails raises
-:class:`DownstreamError` naming its stage; the graph stops there, so ``save_turn`` (the only
-writer) never runs for a failed request and the conversation is left untouched. The one
-exception is rerank: ranking quality is not worth a lost request, so a reranker that is down,
-slow or broken leaves the retriever's order in place and the response lists it in ``degraded``.
+The branch is a conditional edge on the refiner's ``intent``: only ``rag`` reaches the retriever,
+reranker and generator; the other three answer without any LLM call. Each node calls at most one
+service over HTTP and records its own latency. A node that fails raises :class:`DownstreamError`
+naming its stage; the graph stops there, so ``save_turn`` (the only writer) never runs for a
+failed request and the conversation is left untouched. The one exception is rerank: ranking
+quality is not worth a lost request, so a reranker that is down, slow or broken leaves the
+retriever's order in place and the response lists it in ``degraded``.
+
+With ``stream`` set in the state, generate calls the generator's SSE endpoint and passes each
+answer delta to LangGraph's custom stream (``{"token": text}``); the reply nodes pass their whole
+answer the same way. ``graph.astream(..., stream_mode=["updates", "custom", "values"])`` then
+yields the tokens as they come, and save_turn still runs only after the generator's final event.
+
+With ``conversation_id`` None the graph is stateless (the OpenAI-compatible endpoint): the
+conversation so far comes in ``transcript`` and nothing is read from or written to Redis.
 """
 
 from __future__ import annotations
 
 import logging
 import operator
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from prometheus_client import Histogram
 from redis.exceptions import RedisError
@@ -28,6 +43,7 @@ from rag_common.schemas import (
     GenerateRequest,
     GenerateResponse,
     HistoryTurn,
+    Intent,
     Passage,
     RefineRequest,
     RefineResponse,
@@ -39,22 +55,30 @@ from rag_common.schemas import (
     Turn,
 )
 from rag_gateway.conversation_store import ConversationStore
+from rag_gateway.generator_stream import GeneratorStreamClient, Token
+from rag_gateway.history_budget import fit_history
 
 logger = logging.getLogger(__name__)
 
 STAGE_SECONDS = Histogram(
     "rag_gateway_stage_seconds",
-    "Latency of each stage of /v1/chat as seen by the gateway",
+    "Latency of each stage of a chat request as seen by the gateway",
     ["stage"],
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
 
 
 class ChatState(TypedDict, total=False):
-    conversation_id: str
+    #: None: stateless (no Redis read or write); the conversation so far is ``transcript``.
+    conversation_id: str | None
     message: str
     top_k: int
-    history: list[Turn]
+    hyde: bool
+    #: Stream the generation (custom stream events ``{"token": text}``).
+    stream: bool
+    transcript: list[Turn]
+    #: What the refiner and generator get: the recent turns that fit the token budget.
+    history: list[HistoryTurn]
     refined: RefineResponse
     candidates: list[Passage]
     passages: list[Passage]
@@ -73,16 +97,42 @@ class ChatServices:
     reranker: ServiceClient
     generator: ServiceClient
     store: ConversationStore
+    #: The generator's SSE endpoint, for requests with ``stream`` set.
+    generator_stream: GeneratorStreamClient | None = None
+
+
+@dataclass
+class Replies:
+    """The fixed texts of the branches that need no LLM."""
+
+    chitchat: str = "Hello! I answer questions about the indexed documents. What would you like to know?"
+    thanks: str = "You're welcome! Ask me anything else about the documents."
+    out_of_scope: str = "Sorry, I can only answer questions about the indexed documents, and that is outside them."
 
 
 @dataclass
 class ChatPolicy:
+    #: Upper bound on the turns loaded for the LLMs' history.
     history_turns: int
     retrieval_candidates: int
     search_mode: SearchMode
     #: Ask the retriever for stored embeddings and hand them to the reranker (diffusion and gMMR
     #: need them; otherwise the reranker re-embeds every candidate).
     pass_embeddings: bool = True
+    #: Token budget of the history sent to the refiner and generator (see history_budget).
+    history_token_budget: int = 1024
+    replies: Replies = field(default_factory=Replies)
+
+
+#: The node each intent leads to after refine.
+INTENT_ROUTES: dict[Intent, str] = {
+    "rag": "retrieve",
+    "chitchat": "chitchat",
+    "meta": "meta",
+    "out_of_scope": "decline",
+}
+
+_THANKS = re.compile(r"\b(thanks?|thank\s+you|thx|ty|cheers|appreciated?)\b", re.IGNORECASE)
 
 
 def _history_for_llm(history: list[Turn]) -> list[HistoryTurn]:
@@ -90,16 +140,34 @@ def _history_for_llm(history: list[Turn]) -> list[HistoryTurn]:
     return [HistoryTurn(question=t.refined_query, answer=t.answer) for t in history]
 
 
+def describe_conversation(turns: list[Turn]) -> str:
+    """The deterministic answer of the meta branch: the user's earlier questions, in order.
+
+    Small talk and earlier meta questions are left out; they are not what "what did I ask?" means.
+    """
+    questions = [t.message for t in turns if t.intent in ("rag", "out_of_scope")]
+    if not questions:
+        return "You haven't asked me anything about the documents yet in this conversation."
+    lines = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
+    return f"So far in this conversation you asked:\n{lines}"
+
+
+def _emit(text: str) -> None:
+    """Pass answer text to the custom stream (a no-op unless the graph is being streamed)."""
+    if text:
+        get_stream_writer()({"token": text})
+
+
 class _Timer:
     def __init__(self, stage: str) -> None:
         self.stage = stage
 
     def __enter__(self) -> _Timer:
-        self._start = time.perf_counter()
+        self.started = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.seconds = time.perf_counter() - self._start
+        self.seconds = time.perf_counter() - self.started
         STAGE_SECONDS.labels(self.stage).observe(self.seconds)
 
     @property
@@ -121,25 +189,37 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
 
     async def load_history(state: ChatState) -> dict[str, Any]:
         with _Timer("history") as timer:
-            with _store_stage():
-                history = await services.store.turns(state["conversation_id"], last=policy.history_turns)
+            if state.get("conversation_id") is None:
+                transcript = state.get("transcript", [])
+                recent = transcript[-policy.history_turns :] if policy.history_turns else []
+            elif policy.history_turns:
+                with _store_stage():
+                    recent = await services.store.turns(state["conversation_id"], last=policy.history_turns)
+            else:
+                recent = []
+            history = fit_history(_history_for_llm(recent), policy.history_token_budget)
         return {"history": history, "timings_ms": timer.ms}
 
     async def refine(state: ChatState) -> dict[str, Any]:
         with _Timer("refine") as timer:
             refined = await services.refiner.post(
                 "/v1/refine",
-                RefineRequest(message=state["message"], history=_history_for_llm(state["history"])),
+                RefineRequest(message=state["message"], history=state["history"], hyde=state.get("hyde", False)),
                 RefineResponse,
             )
         return {"refined": refined, "timings_ms": timer.ms}
 
+    def route_intent(state: ChatState) -> Intent:
+        return state["refined"].intent
+
     async def retrieve(state: ChatState) -> dict[str, Any]:
+        refined = state["refined"]
         with _Timer("retrieve") as timer:
             result = await services.retriever.post(
                 "/v1/search",
                 SearchRequest(
-                    query=state["refined"].query,
+                    # HyDE: search with the hypothetical answer; rerank and generate keep the query.
+                    query=refined.hyde_query or refined.query,
                     top_k=max(policy.retrieval_candidates, state["top_k"]),
                     mode=policy.search_mode,
                     include_embeddings=policy.pass_embeddings,
@@ -180,17 +260,46 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         return {"passages": passages, "rerank_stages": stages, "degraded": degraded, "timings_ms": timer.ms}
 
     async def generate(state: ChatState) -> dict[str, Any]:
+        request = GenerateRequest(query=state["refined"].query, passages=state["passages"], history=state["history"])
+        timings: dict[str, float] = {}
         with _Timer("generate") as timer:
-            generation = await services.generator.post(
-                "/v1/generate",
-                GenerateRequest(
-                    query=state["refined"].query,
-                    passages=state["passages"],
-                    history=_history_for_llm(state["history"]),
-                ),
-                GenerateResponse,
-            )
-        return {"generation": generation, "timings_ms": timer.ms}
+            if state.get("stream") and services.generator_stream is not None:
+                generation = None
+                async for item in services.generator_stream.stream(request):
+                    if isinstance(item, Token):
+                        if "first_token" not in timings:
+                            timings["first_token"] = round((time.perf_counter() - timer.started) * 1000, 2)
+                        _emit(item.text)
+                    else:
+                        generation = item
+                if generation is None:  # the stream client raises first; kept for safety under -O
+                    raise DownstreamError("generator", "bad_response", "the stream ended without a final event")
+            else:
+                generation = await services.generator.post("/v1/generate", request, GenerateResponse)
+        return {"generation": generation, "timings_ms": timer.ms | timings}
+
+    async def chitchat(state: ChatState) -> dict[str, Any]:
+        replies = policy.replies
+        answer = replies.thanks if _THANKS.search(state["message"]) else replies.chitchat
+        _emit(answer)
+        return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False)}
+
+    async def meta(state: ChatState) -> dict[str, Any]:
+        with _Timer("meta") as timer:
+            if state.get("conversation_id") is None:
+                turns = state.get("transcript", [])
+            else:
+                with _store_stage():
+                    turns = await services.store.turns(state["conversation_id"])
+        answer = describe_conversation(turns)
+        _emit(answer)
+        return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False), "timings_ms": timer.ms}
+
+    async def decline(state: ChatState) -> dict[str, Any]:
+        answer = policy.replies.out_of_scope
+        _emit(answer)
+        generation = GenerateResponse(answer=answer, citations=[], abstained=True, abstain_reason="out_of_scope")
+        return {"generation": generation}
 
     async def save_turn(state: ChatState) -> dict[str, Any]:
         generation = state["generation"]
@@ -200,26 +309,35 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             answer=generation.answer,
             citations=generation.citations,
             abstained=generation.abstained,
+            intent=state["refined"].intent,
             created_at=time.time(),
         )
+        if state.get("conversation_id") is None:
+            return {"turn": turn}
         with _Timer("save") as timer:
             with _store_stage():
                 await services.store.append(state["conversation_id"], turn)
         return {"turn": turn, "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)
-    steps = [
+    for name, node in [
         ("load_history", load_history),
         ("refine", refine),
         ("retrieve", retrieve),
         ("rerank", rerank),
         ("generate", generate),
+        ("chitchat", chitchat),
+        ("meta", meta),
+        ("decline", decline),
         ("save_turn", save_turn),
-    ]
-    previous = START
-    for name, node in steps:
+    ]:
         builder.add_node(name, node)
-        builder.add_edge(previous, name)
-        previous = name
-    builder.add_edge(previous, END)
+    builder.add_edge(START, "load_history")
+    builder.add_edge("load_history", "refine")
+    builder.add_conditional_edges("refine", route_intent, INTENT_ROUTES)
+    builder.add_edge("retrieve", "rerank")
+    builder.add_edge("rerank", "generate")
+    for last in ("generate", "chitchat", "meta", "decline"):
+        builder.add_edge(last, "save_turn")
+    builder.add_edge("save_turn", END)
     return builder.compile()

@@ -1,18 +1,28 @@
-"""The gateway's logic behind ``/v1/chat``, independent of HTTP."""
+"""The gateway's logic behind the chat endpoints, independent of HTTP.
+
+``chat`` answers in one piece; ``stream`` yields :class:`StreamEvent`s (``meta``, ``token``...,
+then ``final`` or ``error``) for the SSE and OpenAI-compatible streaming endpoints. Both run the
+same graph (rag_gateway/chat_graph.py). ``complete`` / ``complete_stream`` are the stateless
+variants: the conversation so far comes with the request and nothing is stored.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, contextmanager
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from redis.exceptions import RedisError
 
 from rag_common.http import DownstreamError
-from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut
+from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, Turn
 from rag_common.service import ServiceError
 from rag_gateway.conversation_store import ConversationStore
+
+logger = logging.getLogger(__name__)
 
 
 class ConversationNotFound(ServiceError):
@@ -34,6 +44,18 @@ def _store_unavailable(exc: Exception) -> ServiceError:
     return ServiceError(503, f"conversation_store unavailable: {exc}", stage="conversation_store")
 
 
+def _error_data(error: ServiceError) -> dict[str, Any]:
+    return {"error": error.error, "status": error.status_code, "stage": error.stage}
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One event of a streamed answer; ``data`` is the JSON payload (``final``: a ChatResponse)."""
+
+    name: Literal["meta", "token", "final", "error"]
+    data: dict[str, Any] | ChatResponse
+
+
 @contextmanager
 def _store_errors() -> Iterator[None]:
     try:
@@ -43,45 +65,114 @@ def _store_errors() -> Iterator[None]:
 
 
 class ChatService:
-    def __init__(self, graph: Any, store: ConversationStore, *, default_top_k: int) -> None:
+    def __init__(self, graph: Any, store: ConversationStore, *, default_top_k: int, hyde_default: bool = False) -> None:
         self._graph = graph
         self._store = store
         self._default_top_k = default_top_k
+        self._hyde_default = hyde_default
+
+    async def start_conversation(self, conversation_id: str | None) -> str:
+        """A new id when ``conversation_id`` is None; else the id, if that conversation exists (404 if not)."""
+        if conversation_id is None:
+            return self._store.new_id()
+        with _store_errors():
+            if not await self._store.exists(conversation_id):
+                raise ConversationNotFound(conversation_id)
+        return conversation_id
+
+    def _input(
+        self,
+        conversation_id: str | None,
+        message: str,
+        top_k: int | None,
+        hyde: bool | None,
+        *,
+        transcript: list[Turn] | None = None,
+        stream: bool = False,
+    ) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "conversation_id": conversation_id,
+            "message": message,
+            "top_k": top_k or self._default_top_k,
+            "hyde": self._hyde_default if hyde is None else hyde,
+            "stream": stream,
+            "timings_ms": {},
+            "degraded": [],
+        }
+        if transcript is not None:
+            state["transcript"] = transcript
+        return state
 
     async def chat(self, request: ChatRequest) -> ChatResponse:
         started = time.perf_counter()
+        conversation_id = await self.start_conversation(request.conversation_id)
+        return await self._run(self._input(conversation_id, request.message, request.top_k, request.hyde), started)
+
+    async def stream(self, request: ChatRequest, conversation_id: str) -> AsyncIterator[StreamEvent]:
+        """Events for a request whose conversation was already resolved by :meth:`start_conversation`."""
+        started = time.perf_counter()
+        state = self._input(conversation_id, request.message, request.top_k, request.hyde, stream=True)
+        async for event in self._stream(state, started):
+            yield event
+
+    async def complete(
+        self, message: str, transcript: list[Turn], *, top_k: int | None = None, hyde: bool | None = None
+    ) -> ChatResponse:
+        """Stateless: answer ``message`` given the conversation so far; nothing is read from or written to Redis."""
+        started = time.perf_counter()
+        return await self._run(self._input(None, message, top_k, hyde, transcript=transcript), started)
+
+    async def complete_stream(
+        self, message: str, transcript: list[Turn], *, top_k: int | None = None, hyde: bool | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        started = time.perf_counter()
+        state = self._input(None, message, top_k, hyde, transcript=transcript, stream=True)
+        async for event in self._stream(state, started):
+            yield event
+
+    async def _run(self, state_in: dict[str, Any], started: float) -> ChatResponse:
         try:
-            if request.conversation_id is None:
-                conversation_id = self._store.new_id()
-            else:
-                conversation_id = request.conversation_id
-                if not await self._store.exists(conversation_id):
-                    raise ConversationNotFound(conversation_id)
-            state = await self._graph.ainvoke(
-                {
-                    "conversation_id": conversation_id,
-                    "message": request.message,
-                    "top_k": request.top_k or self._default_top_k,
-                    "timings_ms": {},
-                    "degraded": [],
-                }
-            )
+            state = await self._graph.ainvoke(state_in)
         except DownstreamError as exc:
             raise downstream_to_service_error(exc) from exc
         except (RedisError, OSError) as exc:
             raise _store_unavailable(exc) from exc
-        timings = dict(state["timings_ms"])
-        timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-        generation = state["generation"]
-        return ChatResponse(
-            conversation_id=conversation_id,
-            answer=generation.answer,
-            citations=generation.citations,
-            refined_query=state["refined"].query,
-            abstained=generation.abstained,
-            timings_ms=timings,
-            degraded=state.get("degraded", []),
-        )
+        return _response(state, started)
+
+    async def _stream(self, state_in: dict[str, Any], started: float) -> AsyncIterator[StreamEvent]:
+        """Run the graph streamed: ``meta`` once refine is done, ``token`` per answer delta, then
+        ``final`` (after the turn is saved) or ``error`` (and nothing saved)."""
+        state: dict[str, Any] = {}
+        try:
+            async with aclosing(
+                self._graph.astream(state_in, stream_mode=["updates", "custom", "values"])
+            ) as events:
+                async for mode, chunk in events:
+                    if mode == "custom":
+                        yield StreamEvent("token", {"text": chunk["token"]})
+                    elif mode == "values":
+                        state = chunk
+                    elif "refine" in chunk:
+                        refined = chunk["refine"]["refined"]
+                        yield StreamEvent(
+                            "meta",
+                            {
+                                "conversation_id": state_in["conversation_id"],
+                                "refined_query": refined.query,
+                                "intent": refined.intent,
+                            },
+                        )
+        except DownstreamError as exc:
+            yield StreamEvent("error", _error_data(downstream_to_service_error(exc)))
+            return
+        except (RedisError, OSError) as exc:
+            yield StreamEvent("error", _error_data(_store_unavailable(exc)))
+            return
+        except Exception as exc:  # noqa: BLE001 - the stream has started: report, never hang up silently
+            logger.exception("chat stream failed")
+            yield StreamEvent("error", {"error": f"internal error: {type(exc).__name__}", "status": 500, "stage": None})
+            return
+        yield StreamEvent("final", _response(state, started))
 
     async def conversation(self, conversation_id: str) -> ConversationOut:
         with _store_errors():
@@ -95,3 +186,20 @@ class ChatService:
             deleted = await self._store.delete(conversation_id)
         if not deleted:
             raise ConversationNotFound(conversation_id)
+
+
+def _response(state: dict[str, Any], started: float) -> ChatResponse:
+    timings = dict(state["timings_ms"])
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    generation = state["generation"]
+    return ChatResponse(
+        conversation_id=state.get("conversation_id") or "",
+        answer=generation.answer,
+        citations=generation.citations,
+        refined_query=state["refined"].query,
+        abstained=generation.abstained,
+        timings_ms=timings,
+        degraded=state.get("degraded", []),
+        intent=state["refined"].intent,
+        citation_precision=generation.citation_precision,
+    )

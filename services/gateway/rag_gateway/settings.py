@@ -38,5 +38,34 @@ class GatewaySettings(ServiceSettings):
 
     conversation_max_turns: int = Field(default=50, description="Turns kept per conversation (older ones dropped). Default 50.")
     conversation_ttl_s: int = Field(default=7 * 24 * 3600, description="Conversation lifetime after its last turn, seconds. Default 604800 (7 days).")
-    history_turns: int = Field(default=3, description="Most recent turns sent to the refiner and generator. Default 3.")
+    history_turns: int = Field(
+        default=3, ge=0, description="Upper bound on the recent turns sent to the refiner and generator. Default 3."
+    )
+    history_token_budget: int = Field(
+        default=1024,
+        ge=0,
+        description="Token budget of that history: the most recent turns whose question + answer fit are sent, "
+        "older ones dropped (counted by rag_gateway.history_budget, an offline approximation). Default 1024.",
+    )
+    hyde_default: bool = Field(
+        default=False,
+        description="Ask the refiner for a hypothetical answer (HyDE) and search with it when a request does not say "
+        "(ChatRequest.hyde null). Default false.",
+    )
+    chitchat_reply: str = Field(
+        default="Hello! I answer questions about the indexed documents. What would you like to know?",
+        description="Canned reply to a greeting or other small talk (intent chitchat); no LLM, no retrieval.",
+    )
+    thanks_reply: str = Field(
+        default="You're welcome! Ask me anything else about the documents.",
+        description="Canned reply to a thank-you (intent chitchat).",
+    )
+    out_of_scope_reply: str = Field(
+        default="Sorry, I can only answer questions about the indexed documents, and that is outside them.",
+        description="Polite decline for intent out_of_scope (the answer is marked abstained).",
+    )
+    openai_model: str = Field(
+        default="rag-gateway",
+        description="Model id listed by GET /v1/models for OpenAI-compatible clients. Default rag-gateway.",
+    )
     max_upload_mb: float = Field(default=20.0, description="Largest accepted upload request, MiB. Default 20.")

@@ -1,33 +1,68 @@
-"""Write a cited answer from ranked passages, or abstain."""
+"""Write a cited answer from ranked passages, or abstain.
+
+One structured-output call per request (``json_schema``, or ``function_calling`` once the endpoint
+has refused ``json_schema``); a reply that is not a valid answer object gets exactly one repair
+call; every citation is then verified against its source. Bad model output abstains, a dead model
+is a 503, a slow one a 504. ``stream`` does the same with the answer text streamed as generated.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import openai
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.runnables import Runnable
 
 from rag_common.schemas import GenerateRequest, GenerateResponse, HistoryTurn, Passage
 from rag_common.service import ServiceError
+from rag_generator.answer_assembly import ABSTAIN_MESSAGE, abstention, answer_from_model_output, answer_from_reply
 from rag_generator.answer_prompt import build_answer_messages, number_sources
 from rag_generator.answer_schema import build_answer_schema
-from rag_generator.citation_selection import select_citations, strip_unbacked_markers
+from rag_generator.answer_text_stream import AnswerTextStream
+from rag_generator.citation_verifier import DEFAULT_QUOTE_MATCH_THRESHOLD, CitationVerifier
 from rag_generator.llm_response import InvalidModelOutput, LLMResponse, ResponseLimits
+from rag_generator.repair_prompt import build_repair_messages
+from rag_generator.stream_events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent
+from rag_generator.structured_method import StructuredMethod, function_schema, rejects_json_schema
+
+__all__ = ["ABSTAIN_MESSAGE", "AnswerGenerator", "abstention", "answer_from_model_output"]
 
 logger = logging.getLogger(__name__)
 
-#: The one answer a user sees whenever the generator abstains, whatever the reason.
-ABSTAIN_MESSAGE = "I could not find this in the documents."
 #: Past questions are standalone queries; this only guards against an oversized history entry.
 HISTORY_QUESTION_CHARS = 400
+#: The model replied but the reply was cut off (or filtered): an output problem, not an outage.
+_CUT_OFF = (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError)
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    sources: dict[int, Passage]
+    messages: list[BaseMessage]
+    schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One model reply: the parsed object if the client parsed it, its raw text, and whether it was cut off."""
+
+    parsed: Mapping[str, Any] | None
+    text: str
+    truncated: bool
+
+    @property
+    def output(self) -> Mapping[str, Any] | str | None:
+        return self.parsed if self.parsed is not None else (self.text or None)
 
 
 class AnswerGenerator:
-    """One structured-output call per request; bad model output abstains, a dead model is a 503, a slow one a 504."""
-
     def __init__(
         self,
         chat_model: BaseChatModel,
@@ -39,6 +74,8 @@ class AnswerGenerator:
         history_turns: int = 2,
         history_answer_chars: int = 200,
         llm_timeout_s: float = 90.0,
+        quote_match_threshold: float = DEFAULT_QUOTE_MATCH_THRESHOLD,
+        structured_method: StructuredMethod = "json_schema",
     ):
         self._chat_model = chat_model
         self._max_passages = max_passages
@@ -47,10 +84,55 @@ class AnswerGenerator:
         self._history_turns = history_turns
         self._history_answer_chars = history_answer_chars
         self._llm_timeout_s = llm_timeout_s
+        self._verifier = CitationVerifier(quote_match_threshold)
+        #: ``json_schema`` until the endpoint refuses it, then ``function_calling`` for good.
+        self.structured_method: StructuredMethod = structured_method
+
+    # ------------------------------------------------------------------ one response
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         if not request.passages:
             return abstention("no_passages")
+        prompt = self._prompt(request)
+        deadline = self._deadline()
+        try:
+            result = await self._invoke(prompt, prompt.messages, deadline)
+        except _CUT_OFF as exc:
+            logger.info("abstaining: model reply unusable (%s)", type(exc).__name__)
+            return abstention("invalid_output")
+        except (TimeoutError, openai.APIError) as exc:
+            raise self._llm_failure(exc) from exc
+        return await self._conclude(prompt, _reply_of(result), deadline)
+
+    # ------------------------------------------------------------------ streamed response
+
+    async def stream(self, request: GenerateRequest) -> AsyncIterator[StreamEvent]:
+        """Answer-text deltas as the model writes them, then the verified response (or an error)."""
+        if not request.passages:
+            yield FinalEvent(abstention("no_passages"))
+            return
+        prompt = self._prompt(request)
+        deadline = self._deadline()
+        answer_text = AnswerTextStream()
+        truncated = False
+        try:
+            async for piece, finish_reason in self._stream_reply(prompt, deadline):
+                truncated = truncated or finish_reason == "length"
+                if delta := answer_text.feed(piece):
+                    yield TokenEvent(delta)
+        except _CUT_OFF as exc:
+            logger.info("streamed reply unusable (%s)", type(exc).__name__)
+            truncated = True
+        except (TimeoutError, openai.APIError) as exc:
+            failure = self._llm_failure(exc)
+            yield ErrorEvent(failure.error, failure.status_code)
+            return
+        response = await self._conclude(prompt, _Reply(None, answer_text.raw, truncated), deadline)
+        yield FinalEvent(response)
+
+    # ------------------------------------------------------------------ shared steps
+
+    def _prompt(self, request: GenerateRequest) -> _Prompt:
         sources = number_sources(request.passages, self._max_passages)
         messages = build_answer_messages(
             request.query, sources, self._prompt_history(request.history), max_passage_chars=self._max_passage_chars
@@ -58,21 +140,7 @@ class AnswerGenerator:
         schema = build_answer_schema(
             sources, answer_max_chars=self._limits.answer_max_chars, max_citations=self._limits.max_citations
         )
-        structured = self._chat_model.with_structured_output(schema, method="json_schema", include_raw=True)
-        try:
-            async with asyncio.timeout(self._llm_timeout_s):
-                result: dict[str, Any] = await structured.ainvoke(messages)
-        except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError) as exc:
-            # The model answered but its reply was cut off: an output problem, not an outage.
-            logger.info("abstaining: model reply unusable (%s)", type(exc).__name__)
-            return abstention("invalid_output")
-        except (TimeoutError, openai.APITimeoutError) as exc:
-            raise ServiceError(504, f"llm timed out: no answer within {self._llm_timeout_s:g}s") from exc
-        except openai.APIStatusError as exc:
-            raise ServiceError(503, f"llm unavailable: HTTP {exc.status_code}: {exc.message}"[:300]) from exc
-        except openai.APIError as exc:
-            raise ServiceError(503, f"llm unavailable: {type(exc).__name__}: {exc}"[:300]) from exc
-        return answer_from_model_output(_model_output(result), sources, self._limits)
+        return _Prompt(sources, messages, schema)
 
     def _prompt_history(self, history: Sequence[HistoryTurn]) -> list[HistoryTurn]:
         if self._history_turns <= 0:
@@ -82,36 +150,135 @@ class AnswerGenerator:
             for turn in history[-self._history_turns :]
         ]
 
+    def _deadline(self) -> float:
+        return asyncio.get_running_loop().time() + self._llm_timeout_s
 
-def answer_from_model_output(
-    output: Mapping[str, Any] | str | None, sources: Mapping[int, Passage], limits: ResponseLimits = ResponseLimits()
-) -> GenerateResponse:
-    """The response for one model reply (parsed object or raw JSON text); never raises."""
-    try:
-        reply = LLMResponse.from_model_output(output, limits)
-    except InvalidModelOutput as exc:
-        logger.info("abstaining: invalid model output (%s)", exc)
-        return abstention("invalid_output")
-    if reply.abstained:
-        return abstention("model_abstained")
-    if not reply.answer.strip():
-        return abstention("invalid_output")
-    citations = select_citations(reply.citations, sources, max_citations=limits.max_citations)
-    if not citations:
-        return abstention("no_valid_citation")
-    answer = strip_unbacked_markers(reply.answer, {citation.id for citation in citations})
-    return GenerateResponse(answer=answer, citations=citations, abstained=False)
+    async def _conclude(self, prompt: _Prompt, reply: _Reply, deadline: float) -> GenerateResponse:
+        """Validate the reply (repairing it once if needed) and verify its citations; never raises."""
+        if reply.truncated:
+            # langchain's lenient JSON parser "repairs" a cut-off reply: that is not an answer.
+            logger.info("abstaining: model reply cut off at max_tokens")
+            return abstention("invalid_output")
+        try:
+            validated = LLMResponse.from_model_output(reply.output, self._limits)
+        except InvalidModelOutput as exc:
+            logger.info("invalid model output (%s); one repair attempt", exc)
+            repaired = await self._repair(prompt, reply.text, str(exc), deadline)
+            if repaired is None:
+                return abstention("invalid_output")
+            return answer_from_reply(repaired, prompt.sources, self._limits, self._verifier, repaired=True)
+        return answer_from_reply(validated, prompt.sources, self._limits, self._verifier)
+
+    async def _repair(self, prompt: _Prompt, invalid_text: str, error: str, deadline: float) -> LLMResponse | None:
+        messages = build_repair_messages(prompt.messages, invalid_text, error)
+        try:
+            reply = _reply_of(await self._invoke(prompt, messages, deadline))
+        except (TimeoutError, openai.OpenAIError) as exc:
+            logger.info("repair call failed: %s: %s", type(exc).__name__, exc)
+            return None
+        if reply.truncated:
+            logger.info("repair reply cut off at max_tokens")
+            return None
+        try:
+            return LLMResponse.from_model_output(reply.output, self._limits)
+        except InvalidModelOutput as exc:
+            logger.info("repair reply invalid too (%s)", exc)
+            return None
+
+    async def _invoke(self, prompt: _Prompt, messages: list[BaseMessage], deadline: float) -> dict[str, Any]:
+        method = self.structured_method
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._structured(prompt.schema, method).ainvoke(messages)
+        except openai.APIStatusError as exc:
+            if method != "json_schema" or not rejects_json_schema(exc):
+                raise
+            self._fall_back(exc)
+        async with asyncio.timeout_at(deadline):
+            return await self._structured(prompt.schema, "function_calling").ainvoke(messages)
+
+    def _structured(self, schema: dict[str, Any], method: StructuredMethod) -> Runnable:
+        if method == "json_schema":
+            return self._chat_model.with_structured_output(schema, method="json_schema", include_raw=True)
+        return self._chat_model.with_structured_output(
+            function_schema(schema), method="function_calling", include_raw=True
+        )
+
+    async def _stream_reply(self, prompt: _Prompt, deadline: float) -> AsyncIterator[tuple[str, str | None]]:
+        """(text piece, finish reason) per streamed chunk, falling back like ``_invoke``."""
+        method = self.structured_method
+        started = False
+        try:
+            async for item in self._stream_once(prompt, method, deadline):
+                started = True
+                yield item
+            return
+        except openai.APIStatusError as exc:
+            if started or method != "json_schema" or not rejects_json_schema(exc):
+                raise
+            self._fall_back(exc)
+        async for item in self._stream_once(prompt, "function_calling", deadline):
+            yield item
+
+    async def _stream_once(
+        self, prompt: _Prompt, method: StructuredMethod, deadline: float
+    ) -> AsyncIterator[tuple[str, str | None]]:
+        # The same request with_structured_output makes, without its whole-reply parser.
+        if method == "json_schema":
+            model = self._chat_model.bind(response_format={"type": "json_schema", "json_schema": prompt.schema})
+        else:
+            tool = function_schema(prompt.schema)
+            model = self._chat_model.bind_tools([tool], tool_choice=tool["name"], parallel_tool_calls=False)
+        chunks = model.astream(prompt.messages).__aiter__()
+        try:
+            while True:
+                try:
+                    # Bounded per chunk rather than around the loop: no timeout scope spans a yield.
+                    async with asyncio.timeout_at(deadline):
+                        chunk = await anext(chunks)
+                except StopAsyncIteration:
+                    return
+                yield _chunk_text(chunk), chunk.response_metadata.get("finish_reason")
+        finally:
+            await chunks.aclose()
+
+    def _fall_back(self, exc: openai.APIStatusError) -> None:
+        logger.warning(
+            "endpoint refused json_schema structured output (HTTP %s: %s); using function_calling from now on",
+            exc.status_code,
+            exc.message[:200],
+        )
+        self.structured_method = "function_calling"
+
+    def _llm_failure(self, exc: BaseException) -> ServiceError:
+        if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+            return ServiceError(504, f"llm timed out: no answer within {self._llm_timeout_s:g}s")
+        if isinstance(exc, openai.APIStatusError):
+            return ServiceError(503, f"llm unavailable: HTTP {exc.status_code}: {exc.message}"[:300])
+        return ServiceError(503, f"llm unavailable: {type(exc).__name__}: {exc}"[:300])
 
 
-def abstention(reason: str) -> GenerateResponse:
-    return GenerateResponse(answer=ABSTAIN_MESSAGE, citations=[], abstained=True, abstain_reason=reason)
-
-
-def _model_output(result: Mapping[str, Any]) -> Mapping[str, Any] | str | None:
+def _reply_of(result: Mapping[str, Any]) -> _Reply:
+    """A ``with_structured_output(include_raw=True)`` result as a ``_Reply``."""
     raw = result.get("raw")
-    if getattr(raw, "response_metadata", {}).get("finish_reason") == "length":
-        return None  # a truncated reply "repaired" by the lenient JSON parser is not an answer
-    if result.get("parsing_error") is None and result.get("parsed") is not None:
-        return result["parsed"]
-    content = getattr(raw, "content", None)
-    return content if isinstance(content, str) else None
+    truncated = getattr(raw, "response_metadata", {}).get("finish_reason") == "length"
+    parsed = result.get("parsed") if result.get("parsing_error") is None else None
+    return _Reply(parsed if isinstance(parsed, Mapping) else None, _message_text(raw), truncated)
+
+
+def _message_text(message: Any) -> str:
+    """The reply's text: its content, else its (first) tool call's arguments."""
+    content = getattr(message, "content", None)
+    if isinstance(content, str) and content.strip():
+        return content
+    for call in getattr(message, "tool_calls", None) or []:
+        return json.dumps(call.get("args"))
+    for call in getattr(message, "invalid_tool_calls", None) or []:
+        return str(call.get("args") or "")
+    return ""
+
+
+def _chunk_text(chunk: AIMessageChunk) -> str:
+    tool_args = "".join(c.get("args") or "" for c in chunk.tool_call_chunks if c.get("index") in (None, 0))
+    content = chunk.content if isinstance(chunk.content, str) else ""
+    return content + tool_args

@@ -1,11 +1,14 @@
-"""HTTP face of the generator: ``POST /v1/generate``. Logic lives in ``AnswerGenerator``."""
+"""HTTP face of the generator: ``POST /v1/generate`` and its Server-Sent Events twin
+``POST /v1/generate/stream``. Logic lives in ``AnswerGenerator``."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.sse import EventSourceResponse, ServerSentEvent
 from langchain_openai import ChatOpenAI
 
 from rag_common.llm import build_chat_model, llm_readiness
@@ -14,6 +17,9 @@ from rag_common.service import create_service_app
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator
 from rag_generator.settings import GeneratorSettings
+from rag_generator.stream_events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent
+
+logger = logging.getLogger(__name__)
 
 
 def build_answer_model(llm_settings: LLMSettings, settings: GeneratorSettings) -> ChatOpenAI:
@@ -32,6 +38,7 @@ def build_answer_generator(llm_settings: LLMSettings, settings: GeneratorSetting
         history_turns=settings.history_turns,
         history_answer_chars=settings.history_answer_chars,
         llm_timeout_s=settings.llm_timeout_s,
+        quote_match_threshold=settings.quote_match_threshold,
     )
 
 
@@ -53,4 +60,23 @@ def create_app(settings: GeneratorSettings | None = None, llm_settings: LLMSetti
     async def generate(body: GenerateRequest, request: Request) -> GenerateResponse:
         return await request.app.state.generator.generate(body)
 
+    @app.post("/v1/generate/stream", response_class=EventSourceResponse, tags=["generate"])
+    async def generate_stream(body: GenerateRequest, request: Request) -> AsyncIterator[ServerSentEvent]:
+        """``token`` events ``{"text": ...}``, then one ``final`` event (a ``GenerateResponse``), or one
+        ``error`` event ``{"error": ..., "status": 503|504}``."""
+        try:
+            async for event in request.app.state.generator.stream(body):
+                yield to_server_sent_event(event)
+        except Exception as exc:  # the status line is already sent: report it in-band
+            logger.exception("generate stream failed")
+            yield to_server_sent_event(ErrorEvent(f"internal error: {type(exc).__name__}", 500))
+
     return app
+
+
+def to_server_sent_event(event: StreamEvent) -> ServerSentEvent:
+    if isinstance(event, TokenEvent):
+        return ServerSentEvent(event="token", data={"text": event.text})
+    if isinstance(event, FinalEvent):
+        return ServerSentEvent(event="final", data=event.response)
+    return ServerSentEvent(event="error", data={"error": event.error, "status": event.status})

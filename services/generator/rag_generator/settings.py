@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import ServiceSettings
+from rag_generator.citation_verifier import DEFAULT_QUOTE_MATCH_THRESHOLD
 from rag_generator.llm_response import HARD_MAX_ANSWER_CHARS, HARD_MAX_CITATIONS
 
 
@@ -47,6 +48,14 @@ class GeneratorSettings(ServiceSettings):
     llm_timeout_s: float = Field(
         default=90.0,
         gt=0,
-        description="Overall budget of one answer call, seconds; past it the request fails with 504. "
+        description="Overall budget of the LLM calls of one request (answer, fallback, repair), seconds; "
+        "past it the request fails with 504 (a repair past it abstains). "
         "Below the gateway's 120 s so the caller sees the generator's reason. Default 90.",
+    )
+    quote_match_threshold: float = Field(
+        default=DEFAULT_QUOTE_MATCH_THRESHOLD,
+        ge=0.0,
+        le=100.0,
+        description="Minimum rapidfuzz partial_ratio (0-100) for a citation quote that is not an exact "
+        "substring of its source (after normalisation); 100 = exact matches only. Default 90.",
     )

@@ -63,7 +63,8 @@ class MicroBatcher:
         self.max_wait_s = max_wait_s
         self._queue: asyncio.Queue[_Job] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
-        self._running: list[_Job] = []
+        self._running: list[_Job] = []  # the batch being gathered or scored (aclose fails it)
+        self._held: _Job | None = None  # a job that would have overfilled the last batch: it opens the next
         #: Model calls made and pairs scored, for tests and the benchmark.
         self.calls = 0
         self.pairs_scored = 0
@@ -83,6 +84,9 @@ class MicroBatcher:
         for job in self._running:
             self._finish(job, error=RuntimeError("reranker is shutting down"))
         self._running = []
+        if self._held is not None:
+            self._finish(self._held, error=RuntimeError("reranker is shutting down"))
+            self._held = None
         while not self._queue.empty():
             self._finish(self._queue.get_nowait(), error=RuntimeError("reranker is shutting down"))
 
@@ -98,8 +102,11 @@ class MicroBatcher:
         return await job.future
 
     async def _next_batch(self) -> list[_Job]:
-        batch = [await self._queue.get()]
-        size = len(batch[0].pairs)
+        first = self._held or await self._queue.get()
+        self._held = None
+        batch = [first]
+        self._running = batch  # taken off the queue: if aclose() comes while we wait, it must fail these
+        size = len(first.pairs)
         deadline = asyncio.get_running_loop().time() + self.max_wait_s
         while size < self.max_pairs:
             if not self._queue.empty():
@@ -112,6 +119,9 @@ class MicroBatcher:
                     job = await asyncio.wait_for(self._queue.get(), remaining)
                 except TimeoutError:
                     break
+            if size + len(job.pairs) > self.max_pairs:
+                self._held = job  # would overfill this batch: it starts the next one instead
+                break
             batch.append(job)
             size += len(job.pairs)
         return batch

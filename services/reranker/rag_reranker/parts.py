@@ -30,8 +30,13 @@ def build_cross_encoder(settings: RerankerSettings) -> PairScorer | None:
     if not settings.cross_encoder_model:
         logger.info("cross_encoder stage will be skipped: %s", NO_MODEL_REASON)
         return None
+    scorer_class = CrossEncoderScorer
+    if settings.cross_encoder_backend == "flag_embedding":
+        from rag_reranker.scorers.flag_reranker import FlagRerankerScorer
+
+        scorer_class = FlagRerankerScorer
     try:
-        return CrossEncoderScorer(
+        return scorer_class(
             settings.cross_encoder_model,
             max_length=settings.cross_encoder_max_length,
             sigmoid=settings.cross_encoder_sigmoid,

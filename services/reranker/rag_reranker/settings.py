@@ -6,7 +6,7 @@ the shared ``LLM_*`` settings (:class:`rag_common.settings.LLMSettings`), not se
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -33,6 +33,12 @@ class RerankerSettings(ServiceSettings):
         default="",
         description="Cross-encoder as a local directory or a Hugging Face id already in the offline cache "
         "(production: BAAI/bge-reranker-v2-m3). Default empty: the cross_encoder stage is skipped.",
+    )
+    cross_encoder_backend: Literal["sentence_transformers", "flag_embedding"] = Field(
+        default="sentence_transformers",
+        description="Loader of the cross-encoder: sentence-transformers' CrossEncoder, or FlagEmbedding's "
+        "FlagReranker (fp16 on CUDA; needs the reranker's [flag] extra). Same scores in fp32. "
+        "Default sentence_transformers.",
     )
     cross_encoder_max_length: int = Field(
         default=512,

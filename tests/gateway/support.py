@@ -1,0 +1,28 @@
+"""Helpers shared by the gateway tests."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from httpx_sse import connect_sse
+
+from rag_gateway.settings import GatewaySettings
+
+
+def gateway_settings(redis_url: str, url: str, **overrides: Any) -> GatewaySettings:
+    """Every downstream service at ``url`` (the fakes), small retrieval sizes."""
+    fields: dict[str, Any] = dict(
+        redis_url=redis_url, refiner_url=url, retriever_url=url, reranker_url=url, generator_url=url,
+        retrieval_candidates=8, default_top_k=3,
+    )
+    fields.update(overrides)
+    return GatewaySettings(**fields)
+
+
+def sse_events(client: httpx.Client, path: str, payload: dict) -> list[tuple[str, Any]]:
+    """POST ``payload`` and read the whole event stream as ``[(event, parsed data), ...]``."""
+    with connect_sse(client, "POST", path, json=payload) as source:
+        assert source.response.status_code == 200, source.response.read()
+        return [(sse.event, json.loads(sse.data)) for sse in source.iter_sse()]
