@@ -35,3 +35,5 @@ bench: setup
 	$(PY) bench/retrieval_ingest.py
 	$(PY) bench/retrieval_quality.py
 	$(PY) bench/reranker_stages.py
+	$(PY) bench/reranker_quality.py
+	$(PY) bench/reranker_throughput.py

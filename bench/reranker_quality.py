@@ -18,6 +18,9 @@ embedder (``rag_eval.harness.Retriever``), then per retrieval mode (dense, hybri
      llama.cpp server (SmolLM2-135M, started here with ``ragctl.stack.start_llm_server``). It is
      slow (one planner call + one evaluator call per distinct λ selection), so it runs on the first
      ``--adaptive-limit`` (20) questions only, next to the fixed-λ pipelines on the same subset.
+     Its time limit is ``--evaluator-timeout`` (600 s, so that the LLM's choices are measured, not
+     the fallback); the questions that took longer than the service's own limit (60 s), and every
+     fallback to the fixed λ with its error, are counted.
 
 3. scores the final lists with ``rag_eval.metrics`` (chunks of one document count once, at their
    best rank): recall@5, recall@10, nDCG@10, coverage@5, coverage@10 (coverage = both gold
@@ -319,14 +322,15 @@ async def run_adaptive(
             llm = LLMSettings(base_url=server.url)
             counter = CountingEvaluator(LLMLambdaEvaluator(build_chat_model(llm, max_tokens=min(llm.max_tokens, 256))))
             result.update(llm_model=llm.model, evaluator_concurrency=settings.evaluator_concurrency,
-                          evaluator_timeout_s=settings.evaluator_timeout_s)
+                          evaluator_timeout_s=args.evaluator_timeout,
+                          service_evaluator_timeout_s=settings.evaluator_timeout_s)
             service = RerankService(
                 {
                     "gmmr": DiversityStage(
                         settings.mmr_lambda,
                         adaptive=AdaptiveLambdaSelector(counter, concurrency=settings.evaluator_concurrency),
                         lambdas=tuple(settings.adaptive_lambdas),
-                        adaptive_timeout_s=settings.evaluator_timeout_s,
+                        adaptive_timeout_s=args.evaluator_timeout,
                     )
                 },
                 default_chain=["gmmr"],
@@ -354,6 +358,7 @@ async def run_adaptive(
                 chosen = [o.detail.get("lambda") for o in adaptive.values()]
                 fallbacks = [o.detail.get("fallback") for o in adaptive.values() if o.detail.get("fallback")]
                 wall = [o.ms / 1000.0 for o in adaptive.values()]
+                judged = [o.detail["distinct_sets"] for o in adaptive.values() if "distinct_sets" in o.detail]
                 result["modes"][label] = {
                     "pipelines": {n: rows[n] for n in dict.fromkeys(keep)},
                     "best_fixed_gmmr_on_subset": best,
@@ -362,11 +367,15 @@ async def run_adaptive(
                                                "max": max(calls)},
                     "wall_s_per_question": {"p50": round(float(np.percentile(wall, 50)), 2),
                                             "mean": round(float(np.mean(wall)), 2), "max": round(max(wall), 2)},
-                    "distinct_sets_mean": round(float(np.mean([o.detail.get("distinct_sets", 0)
-                                                               for o in adaptive.values()])), 2),
+                    "distinct_sets_mean": round(float(np.mean(judged)), 2) if judged else None,
                     "chosen_lambdas": {str(lam): chosen.count(lam) for lam in sorted(set(chosen), key=float)},
                     "fallbacks": len(fallbacks),
+                    "fallbacks_by_error": {
+                        kind: sum(1 for f in fallbacks if f.split(":")[1].strip() == kind)
+                        for kind in sorted({f.split(":")[1].strip() for f in fallbacks})
+                    },
                     "fallback_reasons": sorted(set(fallbacks))[:5],
+                    "over_service_timeout": sum(1 for w in wall if w > settings.evaluator_timeout_s),
                 }
         finally:
             server.stop()
@@ -418,7 +427,8 @@ def report(data: dict[str, Any], args: argparse.Namespace) -> str:
     adaptive = data.get("adaptive")
     if adaptive and adaptive.get("modes"):
         parts.append(f"\n**adaptive λ** — first {adaptive['questions']} questions, LLM {adaptive['llm_model']} "
-                     f"(llama.cpp, local), evaluator concurrency {adaptive['evaluator_concurrency']}")
+                     f"(llama.cpp, local), evaluator concurrency {adaptive['evaluator_concurrency']}, "
+                     f"timeout {adaptive['evaluator_timeout_s']:g} s")
         for label, mode in adaptive["modes"].items():
             rows = mode["pipelines"]
             parts += [f"\n*{label}* (same {adaptive['questions']} questions; * best fixed λ on this subset)\n",
@@ -427,10 +437,12 @@ def report(data: dict[str, Any], args: argparse.Namespace) -> str:
             parts.append(
                 f"\nLLM calls/question mean {mode['llm_calls_per_question']['mean']} "
                 f"(min {mode['llm_calls_per_question']['min']}, max {mode['llm_calls_per_question']['max']}); "
-                f"distinct sets judged mean {mode['distinct_sets_mean']}; wall s/question p50 "
+                f"distinct sets judged (questions not fallen back) mean {mode['distinct_sets_mean']}; wall s/question p50 "
                 f"{mode['wall_s_per_question']['p50']} (mean {mode['wall_s_per_question']['mean']}, "
                 f"max {mode['wall_s_per_question']['max']}); chosen λ {mode['chosen_lambdas']}; "
-                f"fallbacks to the fixed λ: {mode['fallbacks']}."
+                f"fallbacks to the fixed λ {mode['service_default_gmmr'].split('=')[1]}: {mode['fallbacks']} "
+                f"{mode['fallbacks_by_error']}; questions over the service's {adaptive['service_evaluator_timeout_s']:g} s "
+                f"evaluator timeout (a fallback in production): {mode['over_service_timeout']}."
             )
     elif adaptive:
         parts.append(f"\nadaptive λ skipped: {adaptive.get('skipped')}")
@@ -443,6 +455,13 @@ def main() -> None:
     parser.add_argument("--adaptive-limit", type=int, default=20, help="questions for adaptive λ (0: skip it)")
     parser.add_argument("--alphas", default="0.5,0.7,0.85", help="diffusion α sweep")
     parser.add_argument("--chain-alpha", type=float, default=0.85, help="α of diffusion before gMMR")
+    parser.add_argument(
+        "--evaluator-timeout",
+        type=float,
+        default=600.0,
+        help="adaptive λ time limit per question, s (the service's RERANKER_EVALUATOR_TIMEOUT_S is 60; a generous "
+        "limit here measures the LLM's choices rather than the fallback; questions over 60 s are counted)",
+    )
     parser.add_argument("--select-by", default="recall@5", choices=METRICS, help="metric that picks the best λ")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)

@@ -409,15 +409,21 @@ def main() -> None:
                 for b in batch_sizes:
                     for kind in ("inproc", "service"):
                         if kind == "inproc":
+                            seen.update(pairs=0, padded=0, real=0)
                             r = inproc_run(scorer, executor, fixed[b], args.inproc_seconds)
+                            r["hook_mean_padded_tokens"] = seen["padded"] / seen["pairs"]
                         else:
                             r = service_seq_run(on.url, fixed[b], args.inproc_seconds)
+                        r.update(padding.calls([fixed[b][i % len(fixed[b])] for i in range(r["calls"])]))
+                        f = flops_per_pair(r["mean_padded_tokens"])
+                        r["gflop_per_pair"] = f / 1e9
+                        r["gflops"] = f * r["pairs_per_s"] / 1e9
                         seq[b][kind].append(r)
-                        print(f"  [{rep + 1}/{args.repeats}] B={b} {kind:7s} {r['pairs_per_s']:7.2f} pairs/s "
+                        print(f"  [{rep + 1}/{args.repeats}] B={b} {kind:7s} {r['pairs_per_s']:7.2f} pairs/s, "
+                              f"padded {r['mean_padded_tokens']:.1f} (hook {r.get('hook_mean_padded_tokens', 0):.1f}) "
                               f"({r['calls']} calls, {r['seconds']:.1f} s, load {r['load_before']} -> {r['load_after']})",
                               flush=True)
             hook.remove()
-            inproc_measured_padded = seen["padded"] / seen["pairs"] if seen["pairs"] else None
 
             # ---- 2. concurrency, batching on/off alternating per P
             conc: dict[int, dict[str, dict]] = {}
@@ -444,17 +450,20 @@ def main() -> None:
     peak_gflops = peak["best_gflops"]
     seq_rows = []
     for b in batch_sizes:
-        pad = padding.calls(fixed[b])
-        f = flops_per_pair(pad["mean_padded_tokens"])
-        ip = statistics.median(r["pairs_per_s"] for r in seq[b]["inproc"])
-        sv = statistics.median(r["pairs_per_s"] for r in seq[b]["service"])
+        runs = seq[b]
+        ip = statistics.median(r["pairs_per_s"] for r in runs["inproc"])
+        sv = statistics.median(r["pairs_per_s"] for r in runs["service"])
+        ip_gf = statistics.median(r["gflops"] for r in runs["inproc"])
+        sv_gf = statistics.median(r["gflops"] for r in runs["service"])
         seq_rows.append({
-            "B": b, "mean_tokens": pad["mean_tokens"], "mean_padded_tokens": pad["mean_padded_tokens"],
-            "gflop_per_pair": f / 1e9, "inproc_pairs_per_s": ip, "service_pairs_per_s": sv,
-            "overhead_pct": 100.0 * (1.0 - sv / ip),
-            "inproc_gflops": f * ip / 1e9, "service_gflops": f * sv / 1e9,
-            "inproc_util_pct": 100.0 * f * ip / 1e9 / peak_gflops, "service_util_pct": 100.0 * f * sv / 1e9 / peak_gflops,
-            "runs": seq[b],
+            "B": b,
+            "mean_tokens": statistics.mean(r["mean_tokens"] for r in runs["inproc"] + runs["service"]),
+            "mean_padded_tokens": statistics.mean(r["mean_padded_tokens"] for r in runs["inproc"] + runs["service"]),
+            "gflop_per_pair": statistics.mean(r["gflop_per_pair"] for r in runs["inproc"] + runs["service"]),
+            "inproc_pairs_per_s": ip, "service_pairs_per_s": sv, "overhead_pct": 100.0 * (1.0 - sv / ip),
+            "inproc_gflops": ip_gf, "service_gflops": sv_gf,
+            "inproc_util_pct": 100.0 * ip_gf / peak_gflops, "service_util_pct": 100.0 * sv_gf / peak_gflops,
+            "runs": runs,
         })
     conc_rows = []
     for p in p_values:
@@ -505,7 +514,6 @@ def main() -> None:
                   "weights": f"random, seed {args.seed}", "tokenizer": "all-MiniLM-L6-v2", "max_length": scorer.max_length},
         "texts": text_source,
         "mean_tokens_per_pair": mean_tokens,
-        "inproc_measured_mean_padded_tokens": inproc_measured_padded,
         "environment": {
             "python": platform.python_version(),
             "torch": torch.__version__,

@@ -11,7 +11,12 @@ from rag_eval.metrics import (
     coverage_at_k,
     dcg_at_k,
     evaluate,
+    f1_at_k,
+    f2_at_k,
+    f3_at_k,
+    fbeta_at_k,
     hit_at_k,
+    metric_grid,
     mrr_at_k,
     ndcg_at_k,
     parse_metric,
@@ -176,3 +181,32 @@ def test_evaluate_with_nothing_to_evaluate() -> None:
     result = evaluate({"q": ["d"]}, {}, ["ndcg@10"])
     assert result.evaluated == 0
     assert result.means == {"ndcg@10": 0.0}
+
+
+def test_f_beta_at_k() -> None:
+    # k = 5: P = 2/5, R = 2/3.
+    # F1 = 2 P R / (P + R) = (8/15) / (16/15) = 1/2
+    assert f1_at_k(RANKING, BINARY, 5) == pytest.approx(0.5)
+    # F2 = 5 P R / (4 P + R) = (4/3) / (8/5 + 2/3) = (4/3) / (34/15) = 10/17
+    assert f2_at_k(RANKING, BINARY, 5) == pytest.approx(10 / 17)
+    # F3 = 10 P R / (9 P + R) = (8/3) / (18/5 + 2/3) = (8/3) / (64/15) = 5/8
+    assert f3_at_k(RANKING, BINARY, 5) == pytest.approx(5 / 8)
+    # k = 1: P = 1, R = 1/3: F1 = (2/3) / (4/3) = 1/2, F2 = (5/3) / (13/3) = 5/13
+    assert f1_at_k(RANKING, BINARY, 1) == pytest.approx(0.5)
+    assert f2_at_k(RANKING, BINARY, 1) == pytest.approx(5 / 13)
+    # k = 3: P = R = 2/3, so every F-beta is 2/3.
+    for beta in (1, 2, 3, 0.5):
+        assert fbeta_at_k(RANKING, BINARY, 3, beta) == pytest.approx(2 / 3)
+    # Nothing relevant retrieved: 0; nothing relevant at all: undefined.
+    assert f1_at_k(["d2", "d4"], BINARY, 2) == 0.0
+    assert f2_at_k(RANKING, {}, 5) is None
+    assert score("f3@5", RANKING, BINARY) == pytest.approx(5 / 8)
+    with pytest.raises(ValueError, match="beta"):
+        fbeta_at_k(RANKING, BINARY, 3, 0)
+
+
+def test_metric_grid() -> None:
+    assert metric_grid(["ndcg", "f2"], [10, 1]) == ["ndcg@1", "ndcg@10", "f2@1", "f2@10"]
+    assert len(metric_grid()) == 10 * 5  # every metric at the default cut-offs 1, 3, 5, 10, 20
+    with pytest.raises(ValueError, match="unknown metric"):
+        metric_grid(["bleu"], [1])

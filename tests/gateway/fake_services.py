@@ -10,7 +10,8 @@ Triggers in the message / query pick the behaviours the tests need:
   "joke" → ``out_of_scope``; anything else → ``rag``. With ``hyde`` it returns a ``hyde_query``.
 * generator stream (``POST /v1/generate/stream``, SSE): "fail mid-stream" → two tokens then an
   ``error`` event (503); "llm timeout" → an ``error`` event (504); "revise" → the tokens of a draft,
-  then a ``final`` with a different (verified) answer; "no final" → tokens and the stream just ends.
+  then a ``final`` with a different (verified) answer; "no final" → tokens and the stream just ends;
+  "slow stream" → 0.2 s between tokens.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
                 yield ServerSentEvent(event="error", data={"error": "LLM unavailable: connection refused", "status": 503})
                 return
             yield ServerSentEvent(event="token", data={"text": piece})
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.2 if "slow stream" in body.query else 0.005)
         if "no final" in body.query:
             return
         if "revise" in body.query:

@@ -169,7 +169,7 @@ def test_cross_encoder_configured(tiny_cross_encoder_dir: Path, tiny_cross_encod
 async def test_concurrent_http_requests_share_cross_encoder_calls(
     tiny_cross_encoder_dir: Path, tiny_cross_encoder: CrossEncoderScorer
 ) -> None:
-    settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), batch_max_wait_ms=50)
+    settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), batch_max_wait_ms=200)
     app = create_app(settings, NO_LLM)
     queries = ["opening hours", "rabbit food", "invoices", "museum", "hay", "water"]
     async with asgi_client(app, "http://reranker") as http:

@@ -23,9 +23,12 @@ Conventions (those of ``trec_eval`` unless said otherwise):
                    than k relevant documents cannot reach 1)
 ``coverage@k``     1 if *every* relevant document is in the top k, else 0 ("set coverage": did the
                    retriever bring all the evidence a multi-hop question needs?)
+``f1@k`` ``f2@k``  F-beta of precision@k and recall@k: (1 + b^2) P R / (b^2 P + R), 0 when P = R = 0;
+``f3@k``           beta = 1, 2, 3 (higher beta weighs recall more: what a generator given k passages
+                   needs is mostly that the evidence is among them)
 =================  ===============================================================================
 
-**No relevant documents.** Recall, nDCG, MAP and coverage divide by R (or by IDCG, which is 0), so
+**No relevant documents.** Recall, nDCG, MAP, coverage and F-beta divide by R (or by IDCG, which is 0), so
 for a query with no relevant document they are undefined and return ``None``. Precision, hit and
 MRR are well defined there (nothing relevant was found) and return 0.0. :func:`evaluate` averages
 every metric over the queries that have at least one relevant document only, and reports how many
@@ -141,6 +144,32 @@ def coverage_at_k(ranking: Ranking, judgements: Judgements, k: int) -> float | N
     return 1.0 if relevant <= set(top) else 0.0
 
 
+def fbeta_at_k(ranking: Ranking, judgements: Judgements, k: int, beta: float = 1.0) -> float | None:
+    """F-beta of precision@k and recall@k (precision divides by k, recall by R, as above)."""
+    if beta <= 0:
+        raise ValueError(f"beta must be positive, got {beta!r}")
+    recall = recall_at_k(ranking, judgements, k)
+    if recall is None:
+        return None
+    precision = precision_at_k(ranking, judgements, k)
+    if precision == 0.0 and recall == 0.0:
+        return 0.0
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall)
+
+
+def f1_at_k(ranking: Ranking, judgements: Judgements, k: int) -> float | None:
+    return fbeta_at_k(ranking, judgements, k, 1.0)
+
+
+def f2_at_k(ranking: Ranking, judgements: Judgements, k: int) -> float | None:
+    return fbeta_at_k(ranking, judgements, k, 2.0)
+
+
+def f3_at_k(ranking: Ranking, judgements: Judgements, k: int) -> float | None:
+    return fbeta_at_k(ranking, judgements, k, 3.0)
+
+
 MetricFunction = Callable[[Ranking, Judgements, int], "float | None"]
 
 #: Metric name (as used in ``"name@k"``) → per-query function.
@@ -152,9 +181,27 @@ METRICS: dict[str, MetricFunction] = {
     "ndcg": ndcg_at_k,
     "map": average_precision_at_k,
     "coverage": coverage_at_k,
+    "f1": f1_at_k,
+    "f2": f2_at_k,
+    "f3": f3_at_k,
 }
 
-_SPEC = re.compile(r"^([a-z_]+)@(\d+)$")
+#: The cut-offs reported by default.
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20)
+
+
+def metric_grid(names: Iterable[str] = tuple(METRICS), ks: Iterable[int] = DEFAULT_KS) -> list[str]:
+    """Every ``name@k`` of ``names`` × ``ks``, name-major: ``["ndcg@1", "ndcg@3", ..., "mrr@1", ...]``."""
+    ks = sorted(set(ks))
+    for k in ks:
+        _check_k(k)
+    unknown = [name for name in names if name not in METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRICS)}")
+    return [f"{name}@{k}" for name in names for k in ks]
+
+
+_SPEC = re.compile(r"^([a-z_][a-z0-9_]*)@(\d+)$")
 
 
 def parse_metric(spec: str) -> tuple[str, int]:

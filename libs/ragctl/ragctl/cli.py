@@ -138,5 +138,46 @@ def up(
         stack.stop()
 
 
+@app.command("eval")
+def eval_command(
+    dataset: list[str] = typer.Option(
+        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un or all; repeat or comma-separate"
+    ),
+    run: list[str] | None = typer.Option(
+        None, "--run", "-r", help="A pipeline spec, e.g. hybrid+diffusion+gmmr:0.7 (repeatable; see docs/evaluation.md)"
+    ),
+    ablation: bool = typer.Option(False, "--ablation", help="The ablation matrix, compared with dense"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="A fixed random sample of this many queries"),
+    reports: Path = typer.Option(REPO_ROOT / "reports", "--reports", help="Report folder (one subfolder per dataset)"),
+    llm: bool = typer.Option(
+        False, "--llm", help="Allow LLM runs (LLM_* endpoint, or a local llama.cpp server if LLM_BASE_URL is unset)"
+    ),
+    corpus_sample: int | None = typer.Option(
+        None, "--corpus-sample", min=0, help="Index only the judged documents of the queries plus N random others"
+    ),
+    ks: str = typer.Option("1,3,5,10,20", "--k", help="Metric cut-offs, comma-separated"),
+    candidates: int = typer.Option(50, min=1, max=200, help="Chunks retrieved per query (the reranker's input)"),
+    top_k: int = typer.Option(20, min=1, max=200, help="Chunks a pipeline returns (metrics are cut at --k)"),
+    adaptive_limit: int = typer.Option(20, min=1, help="Queries of the LLM rows of --ablation (they are slow)"),
+    resamples: int = typer.Option(2000, min=100, help="Bootstrap resamples of the 95% CIs"),
+    seed: int = typer.Option(0, help="Seed of the query sample, corpus sample and bootstrap"),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write PNG plots next to the reports"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bars"),
+) -> None:
+    """Evaluate pipelines in-process on benchmark datasets; resumable (reruns skip queries already done)."""
+    from ragctl.eval_command import run_eval
+
+    try:
+        done = run_eval(
+            datasets=dataset, runs=run or [], ablation=ablation, limit=limit, reports=reports, llm=llm,
+            corpus_sample=corpus_sample, ks=ks, candidates=candidates, top_k=top_k, adaptive_limit=adaptive_limit,
+            resamples=resamples, seed=seed, plots=plots, progress=progress, echo=typer.echo,
+        )
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    raise typer.Exit(0 if done else 1)
+
+
 if __name__ == "__main__":
     app()

@@ -118,7 +118,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         async for event in request.app.state.chat.stream(start.request, start.conversation_id):
             yield ServerSentEvent(event=event.name, data=event.data)
 
-    @app.post("/v1/chat/completions", response_model=None, tags=["openai"], responses=_ERRORS)
+    @app.post(
+        "/v1/chat/completions", response_model=None, tags=["openai"], responses={c: _ERRORS[c] for c in (422, 503, 504)}
+    )
     async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
         """OpenAI-compatible chat completion (stateless; ``stream: true`` for chunks)."""
         chat: ChatService = request.app.state.chat

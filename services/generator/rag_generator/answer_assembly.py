@@ -48,7 +48,7 @@ def answer_from_reply(
     for check in verification.checks:
         if not check.verified:
             logger.info(
-                "dropping citation [%d]: %s (score %.0f)", check.citation.source_id, check.verdict, check.score
+                "dropping citation [%d]: %s (score %.0f): %r", check.citation.source_id, check.verdict, check.score, check.citation.quote[:120]
             )
     citations = select_citations(verification.verified, sources, max_citations=limits.max_citations)
     if not citations:

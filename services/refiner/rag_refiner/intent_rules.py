@@ -19,16 +19,20 @@ _END = r"[\W_]*"  # punctuation, spaces, emoji
 
 _CHITCHAT = (
     # Greetings, optionally addressed: "hi", "hello there", "good morning everyone".
-    r"(?:hi+|hello+|hey+|hiya|howdy|yo|greetings|hallo|good (?:morning|afternoon|evening|day))"
-    r"(?:[ ,]+(?:there|all|everyone|everybody|folks|team|friend|assistant|bot))?",
+    r"(?:hi+|hello+|hey+|hiya|howdy|yo|greetings|hallo|(?:good )?(?:morning|afternoon|evening)|good day)"
+    r"(?:[ ,]+(?:there|all|everyone|everybody|folks|team|friend|mate|assistant|bot))?",
     # Thanks, with or without a lead-in: "thanks a lot", "ok thank you so much", "cheers".
-    _LEAD + r"(?:thanks|thank you|thank u|thx|ty|cheers|many thanks|much appreciated|appreciate it)"
+    _LEAD + r"(?:thanks|thank you|thank u|thx|ty|cheers|many thanks|much appreciated|appreciate it)(?:[ ,]+mate)?"
     r"(?: (?:a lot|a bunch|so much|very much|again|anyway|for (?:the|your) (?:help|answer|answers|info|information)))*",
     # Farewells: "bye", "see you later", "good night", "that's all for now".
     _LEAD + r"(?:bye(?: bye)?|goodbye|good bye|see you(?: later| soon| tomorrow)?|see ya|cya|good night|goodnight"
     r"|take care|that is all|that will be all|that is it|i am done)(?: for (?:now|today))?",
     # How are you.
     _LEAD + r"how are you(?: doing)?(?: today)?|how is it going|what is up|how do you do",
+    # Bare acknowledgements and compliments: "ok", "got it", "sounds good", "you are the best".
+    _LEAD + r"(?:ok(?:ay)?|k|alright|all right|got it|i see|understood|sounds good|makes sense|that makes sense"
+    r"|cool|great|perfect|awesome|nice|wow|lol|haha|good to know|no worries|no problem|never mind|nevermind"
+    r"|i appreciate (?:it|that|your help)|you are (?:the best|great|awesome|amazing|very helpful|so helpful))",
 )
 
 _META = (

@@ -31,7 +31,7 @@ class CandidateEmbeddings:
         dims = {len(p.embedding) for p in passages if p.embedding is not None}
         if self._query_vector is not None:
             dims.add(self._query_vector.shape[0])
-        if embedder is not None and dims and dims != {embedder.dim}:
+        if embedder is not None and embedder.dim and dims and dims != {embedder.dim}:  # dim is 0 before warm-up
             raise EmbeddingMismatch(
                 f"embeddings in the request have dimension {sorted(dims)}, the reranker's embedder "
                 f"{embedder.model_id!r} has {embedder.dim}: send embeddings from the same model or none"

@@ -1,0 +1,341 @@
+"""Evaluate named runs, or the ablation matrix, on a dataset: what ``ragctl eval`` calls.
+
+Ablation matrix (per dataset, all on the same queries and the same index):
+
+- ``bm25``, ``dense``, ``hybrid`` (min_max fusion): the retriever alone;
+- each ``+diffusion`` (graph diffusion, the reranker's default α);
+- each ``+gmmr:<λ*>``: gMMR with the best fixed λ of a sweep over ``lambdas`` (every mode × λ is
+  run; λ* maximises the dataset's first headline metric averaged over the three modes, ties → the
+  larger λ). λ* is chosen on the very queries it is scored on, so its row is an optimistic upper
+  bound for a fixed λ; the whole sweep is in ``sweep/`` and ``lambda_sweep.png``;
+- each ``+cross_encoder``, only when ``RERANKER_CROSS_ENCODER_MODEL`` is set;
+- with the LLM only, on the first ``adaptive_limit`` queries: each ``+gmmr:adaptive+llm`` (the
+  LLM picks λ per query; slow on the local model), ``hybrid+llm`` (answers, citations, abstention)
+  and, on multi-turn datasets, ``hybrid+refiner+llm``.
+
+The table compares every row with ``dense`` (paired bootstrap 95 % CI over the queries both ran;
+a CI that contains 0 is marked noise).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rag_eval.datasets import DatasetNotFound, load_dataset
+from rag_eval.datasets.types import Dataset, Query
+from rag_eval.metrics import DEFAULT_KS, METRICS
+from rag_eval.report import comparison_table, headline, pretty
+from rag_eval.runner import execute, select_queries, subset_corpus, summarize, write_summary
+from rag_eval.runs import MODES, RunConfig, StageConfig, parse_run
+from rag_eval.stats import DEFAULT_RESAMPLES
+
+logger = logging.getLogger(__name__)
+
+LAMBDAS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11))
+BASELINE = "dense"
+
+
+@dataclass
+class EvalOptions:
+    reports: Path = Path("reports")
+    limit: int | None = None
+    #: Evaluate on the judged documents of the selected queries plus this many random others.
+    corpus_sample: int | None = None
+    ks: tuple[int, ...] = DEFAULT_KS
+    candidates: int = 50
+    top_k: int = 20
+    #: ``rag_common.settings.LLMSettings`` of the endpoint to use, or None: no LLM runs.
+    llm_settings: Any = None
+    adaptive_limit: int = 20
+    lambdas: tuple[float, ...] = LAMBDAS
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+    progress: bool = True
+    plots: bool = True
+    #: Datasets folder (default ``$RAG_DATASETS_DIR`` or ``../shared/datasets``).
+    root: Path | None = None
+    #: Index cache (default ``<reports>/.index``).
+    index_cache: Path | None = None
+
+
+@dataclass
+class DatasetResult:
+    dataset: str
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    table: str = ""
+    files: list[Path] = field(default_factory=list)
+    skipped: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def ablation_configs(
+    options: EvalOptions, *, cross_encoder: bool
+) -> tuple[list[RunConfig], list[RunConfig], list[RunConfig]]:
+    """(main rows without gMMR, the λ sweep, cross-encoder rows)."""
+    common = {"candidates": options.candidates, "top_k": options.top_k}
+    main: list[RunConfig] = [RunConfig(mode=mode, **common) for mode in MODES]
+    main += [RunConfig(mode=mode, stages=(StageConfig("diffusion"),), **common) for mode in MODES]
+    sweep = [
+        RunConfig(mode=mode, stages=(StageConfig("gmmr", lam),), tags={"sweep": "lambda"}, **common)
+        for mode in MODES
+        for lam in options.lambdas
+    ]
+    ce = [RunConfig(mode=mode, stages=(StageConfig("cross_encoder"),), **common) for mode in MODES] if cross_encoder else []
+    return main, sweep, ce
+
+
+def llm_configs(options: EvalOptions, dataset: Dataset) -> list[RunConfig]:
+    common = {"candidates": options.candidates, "top_k": options.top_k}
+    configs = [RunConfig(mode=mode, stages=(StageConfig("gmmr", "adaptive"),), llm=True, **common) for mode in MODES]
+    configs.append(RunConfig(mode="hybrid", llm=True, **common))
+    if any(query.history for query in dataset.queries):
+        configs.append(RunConfig(mode="hybrid", refiner=True, llm=True, **common))
+    return configs
+
+
+def best_lambda(sweep: dict[str, dict[float, float]]) -> float:
+    """The λ with the best mean over the modes; ties → the larger λ (closest to relevance only)."""
+    lambdas = sorted({lam for values in sweep.values() for lam in values})
+    means = {lam: sum(values[lam] for values in sweep.values()) / len(sweep) for lam in lambdas}
+    top = max(means.values())
+    return max(lam for lam, mean in means.items() if abs(mean - top) < 1e-12)
+
+
+class Evaluator:
+    """Holds the embedder (loaded once) and runs datasets one after the other."""
+
+    def __init__(self, options: EvalOptions, embedder: Any = None, echo: Callable[[str], None] = print) -> None:
+        self.options = options
+        self._embedder = embedder
+        self.echo = echo
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+            from rag_retriever.settings import RetrieverSettings
+
+            settings = RetrieverSettings()
+            self._embedder = SentenceTransformerEmbedder(settings.embedding_model, device=settings.device or "cpu")
+            self._embedder.warm_up()
+        return self._embedder
+
+    # ------------------------------------------------------------------------------ setup
+
+    def load(self, name: str) -> tuple[Dataset, list[Query], bool]:
+        dataset = load_dataset(name, root=self.options.root)
+        dataset.check()
+        dataset.name = name
+        llm = self.options.llm_settings is not None
+        # Without the LLM only ranking metrics exist, and they need gold: drop queries without.
+        queries = select_queries(dataset, self.options.limit, seed=self.options.seed, require_gold=not llm)
+        subset = False
+        if self.options.corpus_sample is not None:
+            dataset = subset_corpus(dataset, queries, self.options.corpus_sample, seed=self.options.seed)
+            subset = True
+        return dataset, queries, subset
+
+    async def open(self, dataset: Dataset, *, need_llm: bool) -> tuple[Any, dict[str, Any], Any, list[Any]]:
+        from rag_eval.pipeline import Pipeline, open_generator, open_refiner, open_reranker, open_retriever
+
+        cache = self.options.index_cache or (self.options.reports / ".index")
+        retriever, index = await open_retriever(dataset, cache, self.embedder, progress=self.options.progress)
+        closers: list[Any] = [retriever.close]
+        try:
+            llm = self.options.llm_settings if need_llm else None
+            reranker = await open_reranker(self.embedder, llm)
+            closers.append(reranker.aclose)
+            pipeline = Pipeline(
+                retriever,
+                reranker.service,
+                refiner=open_refiner(llm) if llm is not None else None,
+                generator=open_generator(llm) if llm is not None else None,
+            )
+        except BaseException:
+            for close in reversed(closers):
+                await close()
+            raise
+        return pipeline, index, reranker, closers
+
+    def _context(self, index: dict[str, Any]) -> Callable[[RunConfig], str]:
+        base = f"index={index['fingerprint'][:16]};candidates={self.options.candidates};top_k={self.options.top_k}"
+        model = getattr(self.options.llm_settings, "model", "")
+
+        def context(config: RunConfig) -> str:
+            return f"{base};llm={model}" if config.llm else base
+
+        return context
+
+    # ------------------------------------------------------------------------------ runs
+
+    async def evaluate(self, name: str, *, runs: Sequence[str] = (), ablation: bool = False) -> DatasetResult:
+        result = DatasetResult(dataset=name)
+        try:
+            dataset, queries, subset = self.load(name)
+        except DatasetNotFound as exc:
+            result.skipped = str(exc)
+            self.echo(f"{name}: skipped, {exc}")
+            return result
+        configs = [parse_run(spec, candidates=self.options.candidates, top_k=self.options.top_k) for spec in runs]
+        need_llm = any(config.llm for config in configs) or (ablation and self.options.llm_settings is not None)
+        if need_llm and self.options.llm_settings is None:
+            raise ValueError("these runs need the LLM: pass llm_settings (ragctl eval --llm)")
+        report_dir = self.options.reports / name
+        report_dir.mkdir(parents=True, exist_ok=True)
+        self.echo(
+            f"{name}: {len(queries)} queries, corpus {len(dataset.corpus)} documents"
+            f"{' (subset: judged + sample)' if subset else ''}"
+        )
+        pipeline, index, reranker, closers = await self.open(dataset, need_llm=need_llm)
+        extra = {"index": {k: v for k, v in index.items() if k != "fingerprint"}, "corpus_subset": subset,
+                 "limit": self.options.limit}
+        try:
+            if ablation:
+                await self._ablation(dataset, queries, pipeline, index, reranker, report_dir, result, extra)
+            if configs:
+                await self._runs(dataset, queries, pipeline, index, configs, report_dir, result, extra)
+        finally:
+            for close in reversed(closers):
+                await close()
+        return result
+
+    async def _execute(
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any],
+        configs: Sequence[RunConfig], report_dir: Path, extra: dict[str, Any], *, label: str,
+        dirs: dict[str, Path] | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        context = self._context(index)
+        logs: dict[str, Any] = {}
+        for ctx in sorted({context(config) for config in configs}):
+            group = [config for config in configs if context(config) == ctx]
+            logs.update(await execute(pipeline, group, queries, report_dir, context=ctx, progress=self.options.progress,
+                                      description=label, dirs=dirs))
+        summaries = {}
+        wanted = {query.id for query in queries}
+        for config in configs:
+            records = {qid: record for qid, record in logs[config.name].records.items() if qid in wanted}
+            summary = summarize(config, dataset, records, ks=self.options.ks, metric_names=tuple(METRICS), extra=extra)
+            write_summary(summary, (dirs or {}).get(config.name, report_dir))
+            summaries[config.name] = summary
+        return summaries
+
+    async def _runs(
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any],
+        configs: Sequence[RunConfig], report_dir: Path, result: DatasetResult, extra: dict[str, Any],
+    ) -> None:
+        summaries = await self._execute(dataset, queries, pipeline, index, configs, report_dir, extra,
+                                        label=f"{dataset.name}: runs")
+        result.summaries.update(summaries)
+        metrics = headline(dataset.name, list(next(iter(summaries.values()))["metrics"]))
+        baseline = configs[0].name
+        table, delta_json = comparison_table(summaries, baseline, metrics, resamples=self.options.resamples,
+                                             seed=self.options.seed)
+        result.table = table
+        if self.options.plots:
+            result.files += self._plots(summaries, report_dir, prefix="runs_", title=dataset.name)
+        self.echo(f"\n{dataset.name}: runs vs {baseline}\n\n{table}\n")
+
+    async def _ablation(
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any], reranker: Any,
+        report_dir: Path, result: DatasetResult, extra: dict[str, Any],
+    ) -> None:
+        options = self.options
+        main, sweep, ce = ablation_configs(options, cross_encoder=bool(reranker.cross_encoder_model))
+        sweep_dir = report_dir / "sweep"
+        dirs = {config.name: sweep_dir for config in sweep}
+        started = time.perf_counter()
+        summaries = await self._execute(dataset, queries, pipeline, index, [*main, *sweep, *ce], report_dir, extra,
+                                        label=f"{dataset.name}: ablation", dirs=dirs)
+        metrics = headline(dataset.name, list(summaries[BASELINE]["metrics"]))
+        primary = metrics[0]
+        by_mode: dict[str, dict[float, float]] = {mode: {} for mode in MODES}
+        for config in sweep:
+            by_mode[config.mode][float(config.stages[0].param)] = summaries[config.name]["metrics"][primary]
+        lam = best_lambda(by_mode)
+        order = [config.name for config in main[:3]]
+        labels: dict[str, str] = {}
+        for mode in MODES:
+            order.append(f"{mode}+diffusion")
+            gmmr = f"{mode}+gmmr:{lam:g}"
+            order.append(gmmr)
+            labels[gmmr] = f"{gmmr} (best fixed λ)"
+            if ce:
+                order.append(f"{mode}+cross_encoder")
+        llm_rows: list[RunConfig] = []
+        if options.llm_settings is not None:
+            llm_rows = llm_configs(options, dataset)
+            subset = list(queries)[: options.adaptive_limit]
+            summaries.update(await self._execute(dataset, subset, pipeline, index, llm_rows, report_dir, extra,
+                                                 label=f"{dataset.name}: LLM runs ({len(subset)} queries)"))
+            order += [config.name for config in llm_rows]
+        else:
+            result.notes.append("gmmr:adaptive, answers and refiner rows need --llm: not run")
+        if not ce:
+            result.notes.append("cross_encoder rows need RERANKER_CROSS_ENCODER_MODEL: not run")
+        shown = {name: summaries[name] for name in order}
+        table, delta_json = comparison_table(shown, BASELINE, metrics, order=order, labels=labels,
+                                             resamples=options.resamples, seed=options.seed)
+        note = (f"best fixed gMMR λ = {lam:g} (by {pretty(primary)}, mean over bm25/dense/hybrid, chosen on these "
+                f"same queries: optimistic); {options.candidates} candidates → top {options.top_k}")
+        result.summaries.update(shown)
+        result.table = table
+        result.notes.insert(0, note)
+        ablation = {
+            "dataset": dataset.name,
+            "queries": len(queries),
+            "baseline": BASELINE,
+            "metrics": metrics,
+            "best_lambda": lam,
+            "lambda_sweep": {mode: {f"{k:g}": v for k, v in values.items()} for mode, values in by_mode.items()},
+            "rows": {name: {"metrics": {m: shown[name]["metrics"][m] for m in metrics},
+                            "evaluated": shown[name]["evaluated"],
+                            "latency_total_ms": shown[name]["latency_ms"].get("total")} for name in order},
+            "deltas_vs_baseline": delta_json,
+            "notes": result.notes,
+            "seconds": round(time.perf_counter() - started, 1),
+            **extra,
+        }
+        answers = {name: shown[name]["answers"] for name in order if "answers" in shown[name]}
+        if answers:
+            ablation["answers"] = answers
+        (report_dir / "ablation.json").write_text(json.dumps(ablation, indent=2, ensure_ascii=False))
+        markdown = [f"# Ablation on {dataset.name}", "", f"{len(queries)} queries; " + "; ".join(result.notes), "",
+                    table, ""]
+        if answers:
+            markdown += ["| run | EM | token F1 | ROUGE-L | citation P / R | abstention P / R |", "|---|---:|---:|---:|---:|---:|"]
+            for name, a in answers.items():
+                ab = a["abstention"]
+                markdown.append(f"| {name} | {_f(a['exact_match'])} | {_f(a['token_f1'])} | {_f(a['rouge_l'])} | "
+                                f"{_f(a['citation_precision'])} / {_f(a['citation_recall'])} | "
+                                f"{_f(ab['precision'])} / {_f(ab['recall'])} |")
+        (report_dir / "ablation.md").write_text("\n".join(markdown) + "\n")
+        result.files += [report_dir / "ablation.json", report_dir / "ablation.md"]
+        if options.plots:
+            from rag_eval import plots
+
+            result.files += self._plots({name: shown[name] for name in order}, report_dir, prefix="", title=dataset.name)
+            baselines = {mode: summaries[mode]["metrics"][primary] for mode in MODES}
+            result.files.append(plots.lambda_sweep(by_mode, baselines, pretty(primary), report_dir / "lambda_sweep.png",
+                                                   best=lam, title=f"{dataset.name}: gMMR λ sweep"))
+        self.echo(f"\n{dataset.name}: ablation vs {BASELINE} ({len(queries)} queries)\n\n{table}\n")
+        for line in result.notes:
+            self.echo(f"  - {line}")
+
+    def _plots(self, summaries: dict[str, dict[str, Any]], report_dir: Path, *, prefix: str, title: str) -> list[Path]:
+        from rag_eval import plots
+
+        names = [n for n in ("ndcg", "recall", "coverage" if title == "hotpotqa" else "mrr")]
+        return [
+            plots.metric_vs_k(summaries, names, report_dir / f"{prefix}metric_vs_k.png", title=title),
+            plots.latency_by_stage(summaries, report_dir / f"{prefix}latency_by_stage.png", title=title),
+        ]
+
+
+def _f(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"

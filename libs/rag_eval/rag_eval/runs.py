@@ -1,0 +1,195 @@
+"""A *run*: one named pipeline configuration, evaluated on one dataset.
+
+A run is written as a spec string, ``+``-separated, the retrieval mode first::
+
+    dense                         the retriever alone (dense), its first ``top_k`` passages
+    hybrid+diffusion              hybrid retrieval, then graph diffusion over the candidates
+    bm25+gmmr:0.7                 BM25, then gMMR with a fixed λ = 0.7
+    hybrid+diffusion+gmmr:adaptive   … gMMR with the LLM-chosen λ (needs ``llm``)
+    hybrid:rrf+cross_encoder      hybrid with RRF fusion, then the cross-encoder (``ce`` also works)
+    hybrid+refiner+llm            multi-turn: the refiner rewrites the question (LLM), and the
+                                  generator answers from the final passages (LLM)
+
+Tokens: a mode (``bm25``, ``dense``, ``hybrid`` or ``hybrid:<fusion>`` with fusion ``min_max``
+(default) or ``rrf``), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
+``diffusion:<alpha>``, ``gmmr``, ``gmmr:<λ>``, ``gmmr:adaptive``), and the flags ``refiner`` and
+``llm``. The spec, normalised, is the run's name and its report file name.
+
+Every pipeline retrieves ``candidates`` chunks (default 50) and ends with ``top_k`` (default 20 =
+the largest default cut-off): without rerank stages, the retriever's first ``top_k``; with them, the
+chain's ``top_k`` out of the same ``candidates``. Chunks of one document count once, at their best
+rank.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["bm25", "dense", "hybrid"]
+MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
+FUSIONS = ("min_max", "rrf")
+STAGE_ALIASES = {"ce": "cross_encoder", "cross_encoder": "cross_encoder", "diffusion": "diffusion", "gmmr": "gmmr"}
+
+DEFAULT_CANDIDATES = 50
+DEFAULT_TOP_K = 20
+
+
+@dataclass(frozen=True, slots=True)
+class StageConfig:
+    """One rerank stage: ``name`` in cross_encoder, diffusion, gmmr; ``param`` = diffusion's α or
+    gMMR's λ (a float, ``"adaptive"``, or None for the service default)."""
+
+    name: str
+    param: float | str | None = None
+
+    @property
+    def token(self) -> str:
+        if self.param is None:
+            return self.name
+        value = self.param if isinstance(self.param, str) else f"{self.param:g}"
+        return f"{self.name}:{value}"
+
+    def wire(self) -> Any:
+        """The reranker's wire spec (``rag_common.schemas``) for this stage."""
+        from rag_common.schemas import CrossEncoderStage, DiffusionStage, DiversityStage
+
+        if self.name == "cross_encoder":
+            return CrossEncoderStage()
+        if self.name == "diffusion":
+            return DiffusionStage(alpha=self.param)
+        return DiversityStage(mmr_lambda=self.param)
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    mode: Mode
+    fusion: str = "min_max"
+    stages: tuple[StageConfig, ...] = ()
+    refiner: bool = False
+    llm: bool = False
+    candidates: int = DEFAULT_CANDIDATES
+    top_k: int = DEFAULT_TOP_K
+    #: Free-form tags (e.g. ``{"sweep": "lambda"}``); not part of the name.
+    tags: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(MODES)}")
+        if self.fusion not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}")
+        if not 1 <= self.top_k <= self.candidates <= 200:
+            raise ValueError(f"need 1 <= top_k ({self.top_k}) <= candidates ({self.candidates}) <= 200")
+        if self.refiner and not self.llm:
+            raise ValueError("the refiner rewrites with the LLM: add 'llm' to the run")
+        if self.adaptive and not self.llm:
+            raise ValueError("gmmr:adaptive asks the LLM for λ: add 'llm' to the run")
+
+    @property
+    def name(self) -> str:
+        mode = self.mode if self.mode != "hybrid" or self.fusion == "min_max" else f"hybrid:{self.fusion}"
+        tokens = [mode, *(stage.token for stage in self.stages)]
+        if self.refiner:
+            tokens.append("refiner")
+        if self.llm:
+            tokens.append("llm")
+        return "+".join(tokens)
+
+    @property
+    def adaptive(self) -> bool:
+        return any(stage.name == "gmmr" and stage.param == "adaptive" for stage in self.stages)
+
+    @property
+    def reranks(self) -> bool:
+        return bool(self.stages)
+
+    @property
+    def needs_embeddings(self) -> bool:
+        """Diffusion and gMMR work on the candidates' vectors (the cross-encoder on text only)."""
+        return any(stage.name in ("diffusion", "gmmr") for stage in self.stages)
+
+    def with_stages(self, *stages: StageConfig, **changes: Any) -> RunConfig:
+        return RunConfig(
+            mode=changes.pop("mode", self.mode),
+            fusion=changes.pop("fusion", self.fusion),
+            stages=(*self.stages, *stages),
+            refiner=changes.pop("refiner", self.refiner),
+            llm=changes.pop("llm", self.llm),
+            candidates=changes.pop("candidates", self.candidates),
+            top_k=changes.pop("top_k", self.top_k),
+            tags=changes.pop("tags", dict(self.tags)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "fusion": self.fusion if self.mode == "hybrid" else None,
+            "stages": [stage.token for stage in self.stages],
+            "refiner": self.refiner,
+            "llm": self.llm,
+            "candidates": self.candidates,
+            "top_k": self.top_k,
+            "tags": dict(self.tags),
+        }
+
+
+def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = DEFAULT_TOP_K) -> RunConfig:
+    """``"hybrid+diffusion+gmmr:0.7"`` → :class:`RunConfig`. Raises ValueError with the reason."""
+    tokens = [token.strip().lower() for token in spec.split("+") if token.strip()]
+    if not tokens:
+        raise ValueError("empty run spec; start with a mode: bm25, dense or hybrid")
+    head, *rest = tokens
+    mode, _, fusion = head.partition(":")
+    if mode not in MODES:
+        raise ValueError(f"run {spec!r} must start with a mode (bm25, dense, hybrid), got {head!r}")
+    if fusion and mode != "hybrid":
+        raise ValueError(f"only hybrid takes a fusion, got {head!r}")
+    stages: list[StageConfig] = []
+    refiner = llm = False
+    for token in rest:
+        name, _, value = token.partition(":")
+        if token == "refiner":
+            refiner = True
+        elif token == "llm":
+            llm = True
+        elif name in STAGE_ALIASES:
+            stages.append(_stage(STAGE_ALIASES[name], value, spec))
+        else:
+            raise ValueError(
+                f"unknown token {token!r} in run {spec!r}; use cross_encoder|ce, diffusion[:α], "
+                "gmmr[:λ|:adaptive], refiner, llm"
+            )
+    return RunConfig(
+        mode=mode,  # type: ignore[arg-type]
+        fusion=fusion or "min_max",
+        stages=tuple(stages),
+        refiner=refiner,
+        llm=llm,
+        candidates=candidates,
+        top_k=top_k,
+    )
+
+
+def _stage(name: str, value: str, spec: str) -> StageConfig:
+    if not value:
+        return StageConfig(name)
+    if name == "cross_encoder":
+        raise ValueError(f"cross_encoder takes no parameter (in {spec!r})")
+    if name == "gmmr" and value == "adaptive":
+        return StageConfig(name, "adaptive")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"bad parameter {value!r} for {name} in {spec!r}") from None
+    if name == "gmmr" and not 0.0 <= number <= 1.0:
+        raise ValueError(f"gmmr λ must be in [0, 1], got {number}")
+    if name == "diffusion" and not 0.0 <= number < 1.0:
+        raise ValueError(f"diffusion α must be in [0, 1), got {number}")
+    return StageConfig(name, number)
+
+
+def file_stem(name: str) -> str:
+    """A run name as a file name: ``hybrid+gmmr:0.7`` → ``hybrid+gmmr=0.7`` (no ``:`` or ``/``)."""
+    return re.sub(r"[^A-Za-z0-9+._=-]", "=", name)

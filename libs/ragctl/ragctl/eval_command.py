@@ -1,0 +1,115 @@
+"""``ragctl eval``: offline evaluation of pipelines on the benchmark datasets (``rag_eval``).
+
+Kept apart from ``cli.py`` so the other commands do not import the retriever, the reranker and torch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+DATASETS = ("vaswani", "hotpotqa", "clapnq", "mtrag-un")
+
+
+def parse_datasets(values: Sequence[str]) -> list[str]:
+    names: list[str] = []
+    for value in values:
+        for name in value.split(","):
+            name = name.strip().lower()
+            if not name:
+                continue
+            if name == "all":
+                names += list(DATASETS)
+            elif name in DATASETS or name == "mtrag":
+                names.append("mtrag-un" if name == "mtrag" else name)
+            else:
+                raise ValueError(f"unknown dataset {name!r}; use {', '.join(DATASETS)} or all")
+    return list(dict.fromkeys(names))
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise ValueError(f"--k wants comma-separated positive integers, got {text!r}") from None
+    if not ks or ks[0] < 1:
+        raise ValueError(f"--k wants comma-separated positive integers, got {text!r}")
+    return ks
+
+
+def _llm_settings(stack: ExitStack, echo: Callable[[str], None]) -> Any:
+    """The ``LLM_*`` endpoint if ``LLM_BASE_URL`` is set, else a local llama.cpp server started here."""
+    from rag_common.settings import LLMSettings
+
+    if os.environ.get("LLM_BASE_URL"):
+        settings = LLMSettings()
+        echo(f"LLM: {settings.model} at {settings.base_url}")
+        return settings
+    from ragctl.stack import free_port, start_llm_server
+
+    logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ragctl-eval-llm-")))
+    server = start_llm_server(free_port(), logs)
+    stack.callback(server.stop)
+    echo(f"LLM: local llama.cpp server (SmolLM2-135M) at {server.url}; set LLM_BASE_URL to use another endpoint")
+    return LLMSettings(base_url=server.url)
+
+
+def run_eval(
+    *,
+    datasets: Sequence[str],
+    runs: Sequence[str],
+    ablation: bool,
+    limit: int | None,
+    reports: Path,
+    llm: bool,
+    corpus_sample: int | None,
+    ks: str,
+    candidates: int,
+    top_k: int,
+    adaptive_limit: int,
+    resamples: int,
+    seed: int,
+    plots: bool,
+    progress: bool,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """Returns the number of datasets evaluated (skipped ones, e.g. missing files, do not count)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from rag_eval.evaluation import EvalOptions, Evaluator
+    from rag_eval.runs import parse_run
+
+    names = parse_datasets(datasets)
+    for spec in runs:  # fail on a typo before loading any model
+        parse_run(spec, candidates=candidates, top_k=top_k)
+    if not runs and not ablation:
+        raise ValueError("say what to run: --run SPEC (repeatable) and/or --ablation")
+    with ExitStack() as stack:
+        options = EvalOptions(
+            reports=reports,
+            limit=limit,
+            corpus_sample=corpus_sample,
+            ks=parse_ks(ks),
+            candidates=candidates,
+            top_k=top_k,
+            llm_settings=_llm_settings(stack, echo) if llm else None,
+            adaptive_limit=adaptive_limit,
+            resamples=resamples,
+            seed=seed,
+            plots=plots,
+            progress=progress,
+        )
+        evaluator = Evaluator(options, echo=echo)
+        done = 0
+        for name in names:
+            result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation))
+            if not result.skipped:
+                done += 1
+                echo(f"{name}: reports in {reports / name}")
+    return done

@@ -1,0 +1,152 @@
+"""POST /v1/chat/stream: SSE over the real generator stream contract (fakes over HTTP) and real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+from httpx_sse import aconnect_sse
+from redis import Redis
+
+from rag_gateway.app import create_app
+from rag_gateway.conversation_store import KEY_PREFIX
+from ragctl.in_process import serve_in_thread
+
+from .support import gateway_settings, sse_events
+
+
+def _turns(client: TestClient, cid: str) -> list[dict]:
+    response = client.get(f"/v1/conversations/{cid}")
+    return response.json()["turns"] if response.status_code == 200 else []
+
+
+def test_events_come_in_order_and_the_turn_is_saved(client: TestClient, fake_services) -> None:
+    _, calls = fake_services
+    events = sse_events(client, "/v1/chat/stream", {"message": "What is Acme?"})
+    names = [name for name, _ in events]
+    assert names[0] == "meta" and names[-1] == "final"
+    assert set(names[1:-1]) == {"token"} and len(names) > 3
+    meta, final = events[0][1], events[-1][1]
+    cid = meta["conversation_id"]
+    assert meta == {"conversation_id": cid, "refined_query": "What is Acme?", "intent": "rag"}
+    assert "".join(data["text"] for name, data in events if name == "token") == final["answer"]
+    assert final["conversation_id"] == cid and final["intent"] == "rag"
+    assert final["answer"] == "answer to What is Acme? [1]" and final["citations"][0]["chunk_id"]
+    assert {"refine", "retrieve", "rerank", "generate", "first_token", "save", "total"} <= set(final["timings_ms"])
+    # The stream endpoint of the generator, not the one-shot one.
+    assert [name for name, _ in calls] == ["refine", "search", "rerank", "generate_stream"]
+    turns = _turns(client, cid)
+    assert [(t["message"], t["answer"], t["intent"]) for t in turns] == [("What is Acme?", final["answer"], "rag")]
+
+    # A follow-up on the same conversation carries the history and appends one turn.
+    calls.clear()
+    events = sse_events(client, "/v1/chat/stream", {"conversation_id": cid, "message": "Who founded it?"})
+    assert events[0][1]["refined_query"] == "Who founded it? (What is Acme?)"
+    assert calls[0][1]["history"] == [{"question": "What is Acme?", "answer": final["answer"]}]
+    assert len(_turns(client, cid)) == 2
+
+
+def test_the_final_event_is_authoritative_when_verification_changed_the_answer(client: TestClient) -> None:
+    events = sse_events(client, "/v1/chat/stream", {"message": "please revise this"})
+    streamed = "".join(data["text"] for name, data in events if name == "token")
+    final = events[-1][1]
+    assert streamed == "a draft answer that cites [7]"
+    assert final["answer"] == "the verified answer [1]" and final["citation_precision"] == 0.5
+    assert _turns(client, final["conversation_id"])[0]["answer"] == "the verified answer [1]"
+
+
+def test_non_rag_intent_streams_the_reply_as_one_token(client: TestClient, fake_services) -> None:
+    _, calls = fake_services
+    events = sse_events(client, "/v1/chat/stream", {"message": "hello"})
+    assert [name for name, _ in events] == ["meta", "token", "final"]
+    assert events[0][1]["intent"] == "chitchat"
+    assert events[1][1]["text"] == events[2][1]["answer"]
+    assert [name for name, _ in calls] == ["refine"]
+    assert _turns(client, events[0][1]["conversation_id"])[0]["intent"] == "chitchat"
+
+
+@pytest.mark.parametrize("message, status", [("fail mid-stream please", 503), ("llm timeout now", 504)])
+def test_generator_error_mid_stream_is_an_error_event_and_nothing_is_saved(
+    client: TestClient, redis_url: str, message: str, status: int
+) -> None:
+    first = client.post("/v1/chat", json={"message": "What is Acme?"}).json()
+    cid = first["conversation_id"]
+    redis = Redis.from_url(redis_url)
+    keys_before = set(redis.scan_iter(f"{KEY_PREFIX}*"))
+
+    # An existing conversation keeps exactly its one turn...
+    events = sse_events(client, "/v1/chat/stream", {"conversation_id": cid, "message": message})
+    name, error = events[-1]
+    assert name == "error"
+    assert error["status"] == status and error["stage"] == "generator"
+    assert ("LLM unavailable" if status == 503 else "timed out") in error["error"]
+    assert "final" not in [n for n, _ in events]
+    if status == 503:
+        assert [n for n, _ in events] == ["meta", "token", "token", "error"]
+    assert len(_turns(client, cid)) == 1
+
+    # ...and a new conversation is never created.
+    events = sse_events(client, "/v1/chat/stream", {"message": message})
+    assert events[-1][0] == "error"
+    assert set(redis.scan_iter(f"{KEY_PREFIX}*")) == keys_before
+
+
+def test_a_stream_that_ends_without_final_is_an_error(client: TestClient) -> None:
+    events = sse_events(client, "/v1/chat/stream", {"message": "no final here"})
+    name, error = events[-1]
+    assert name == "error" and error["status"] == 503 and "without a final event" in error["error"]
+    assert _turns(client, events[0][1]["conversation_id"]) == []
+
+
+def test_generator_down_is_an_error_event(redis_url, fake_services, closed_port) -> None:
+    url, _ = fake_services
+    settings = gateway_settings(redis_url, url, generator_url=f"http://127.0.0.1:{closed_port}")
+    with TestClient(create_app(settings)) as client:
+        events = sse_events(client, "/v1/chat/stream", {"message": "What is Acme?"})
+        assert [n for n, _ in events] == ["meta", "error"]
+        assert events[1][1]["stage"] == "generator" and events[1][1]["status"] == 503
+        assert _turns(client, events[0][1]["conversation_id"]) == []
+
+
+def test_refiner_down_is_an_error_event_before_meta(redis_url, fake_services, closed_port) -> None:
+    url, _ = fake_services
+    settings = gateway_settings(redis_url, url, refiner_url=f"http://127.0.0.1:{closed_port}")
+    with TestClient(create_app(settings)) as client:
+        events = sse_events(client, "/v1/chat/stream", {"message": "What is Acme?"})
+        assert events == [("error", {"error": events[0][1]["error"], "status": 503, "stage": "refiner"})]
+
+
+@pytest.mark.parametrize(
+    "payload, fragment",
+    [({"message": "   "}, "blank"), ({"message": "hi", "top_k": 0}, "top_k"), ({}, "message")],
+)
+def test_bad_input_is_a_plain_422_before_the_stream(client: TestClient, payload: dict, fragment: str) -> None:
+    response = client.post("/v1/chat/stream", json=payload)
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("application/json")
+    assert fragment in response.json()["error"]
+
+
+def test_unknown_conversation_is_a_plain_404(client: TestClient, fake_services) -> None:
+    _, calls = fake_services
+    response = client.post("/v1/chat/stream", json={"conversation_id": "nope", "message": "hello"})
+    assert response.status_code == 404
+    assert response.headers["content-type"].startswith("application/json")
+    assert "nope" in response.json()["error"]
+    assert calls == []
+
+
+async def test_client_disconnect_mid_stream_saves_nothing(redis_url, fake_services) -> None:
+    url, _ = fake_services
+    redis = Redis.from_url(redis_url)
+    with serve_in_thread(create_app(gateway_settings(redis_url, url))) as gateway:
+        keys_before = set(redis.scan_iter(f"{KEY_PREFIX}*"))
+        async with httpx.AsyncClient(base_url=gateway, timeout=30) as http:
+            async with aconnect_sse(http, "POST", "/v1/chat/stream", json={"message": "a slow stream"}) as source:
+                async for sse in source.aiter_sse():
+                    if sse.event == "token":
+                        break  # hang up after the first token
+        await asyncio.sleep(2.0)  # longer than the rest of the generation would take
+        assert set(redis.scan_iter(f"{KEY_PREFIX}*")) == keys_before
