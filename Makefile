@@ -37,3 +37,9 @@ bench: setup
 	$(PY) bench/reranker_stages.py
 	$(PY) bench/reranker_quality.py
 	$(PY) bench/reranker_throughput.py
+
+# Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
+# Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".
+.PHONY: eval
+eval: setup
+	$(PY) -m ragctl.cli eval --ablation --dataset all $(EVAL_ARGS)

@@ -52,6 +52,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services" / "reranker"))
@@ -67,6 +68,12 @@ MODEL_BATCH_SIZE = 32  # RERANKER_BATCH_SIZE default: pairs per forward pass, in
 
 def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU time of a process (all its threads); this process when ``pid`` is None."""
+    times = psutil.Process(pid).cpu_times() if pid else psutil.Process().cpu_times()
+    return times.user + times.system
 
 
 def wait_for_quiet(max_load: float, budget_s: float) -> float:
@@ -190,15 +197,17 @@ def peak_matmul_gflops(executor: ThreadPoolExecutor, n: int, reps: int = 5) -> d
         for _ in range(2):
             torch.matmul(a, b)
         times = []
+        cpu0 = cpu_seconds()
         for _ in range(reps):
             started = time.perf_counter()
             torch.matmul(a, b)
             times.append(time.perf_counter() - started)
-        return times
+        return times, cpu_seconds() - cpu0
 
-    times = executor.submit(run).result()
+    times, cpu = executor.submit(run).result()
     flops = 2.0 * n**3
-    return {"n": n, "best_gflops": flops / min(times) / 1e9, "median_gflops": flops / statistics.median(times) / 1e9}
+    return {"n": n, "best_gflops": flops / min(times) / 1e9, "median_gflops": flops / statistics.median(times) / 1e9,
+            "gflop_per_cpu_s": flops * len(times) / cpu / 1e9}
 
 
 # --------------------------------------------------------------------------- measurements
@@ -208,20 +217,24 @@ def inproc_run(scorer: CrossEncoderScorer, executor: ThreadPoolExecutor, batches
     """Cycle through ``batches`` (each one score_pairs call) until ``seconds`` have passed (>= 2 calls)."""
     before = load()
     pairs = calls = 0
+    cpu0 = cpu_seconds()
     started = time.perf_counter()
     while calls < 2 or time.perf_counter() - started < seconds:
         batch = batches[calls % len(batches)]
         executor.submit(scorer.score_pairs, batch).result()
         pairs, calls = pairs + len(batch), calls + 1
     elapsed = time.perf_counter() - started
+    cpu = cpu_seconds() - cpu0
     return {"pairs": pairs, "calls": calls, "seconds": elapsed, "pairs_per_s": pairs / elapsed,
-            "load_before": before, "load_after": load()}
+            "cpu_seconds": cpu, "pairs_per_cpu_s": pairs / cpu, "load_before": before, "load_after": load()}
 
 
-def service_seq_run(url: str, batches: list, seconds: float) -> dict:
+def service_seq_run(url: str, pid: int, batches: list, seconds: float) -> dict:
+    """Service CPU time is the service process's own (the client's JSON work is in this process)."""
     before = load()
     pairs = calls = 0
     with httpx.Client(timeout=600.0) as client:
+        cpu0 = cpu_seconds(pid)
         started = time.perf_counter()
         while calls < 2 or time.perf_counter() - started < seconds:
             batch = batches[calls % len(batches)]
@@ -229,8 +242,9 @@ def service_seq_run(url: str, batches: list, seconds: float) -> dict:
             response.raise_for_status()
             pairs, calls = pairs + len(batch), calls + 1
         elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(pid) - cpu0
     return {"pairs": pairs, "calls": calls, "seconds": elapsed, "pairs_per_s": pairs / elapsed,
-            "load_before": before, "load_after": load()}
+            "cpu_seconds": cpu, "pairs_per_cpu_s": pairs / cpu, "load_before": before, "load_after": load()}
 
 
 _METRIC = re.compile(r"^(rag_reranker_batch_pairs_(?:sum|count))\s+([0-9.eE+-]+)$", re.M)
@@ -242,7 +256,7 @@ def batch_metrics(url: str) -> dict[str, float]:
 
 
 async def concurrent_run(
-    url: str, pool: PairPool, clients: int, passages: int, seconds: float, min_rounds: int, max_seconds: float
+    url: str, pid: int, pool: PairPool, clients: int, passages: int, seconds: float, min_rounds: int, max_seconds: float
 ) -> dict:
     before_metrics = batch_metrics(url)
     before = load()
@@ -263,9 +277,11 @@ async def concurrent_run(
 
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     async with httpx.AsyncClient(timeout=600.0, limits=limits) as http:
+        cpu0 = cpu_seconds(pid)
         start = time.perf_counter()
         await asyncio.gather(*(client_loop(c, http, start) for c in range(clients)))
         elapsed = time.perf_counter() - start
+        cpu = cpu_seconds(pid) - cpu0
     after = load()
     after_metrics = batch_metrics(url)
     count = after_metrics.get("rag_reranker_batch_pairs_count", 0) - before_metrics.get("rag_reranker_batch_pairs_count", 0)
@@ -278,6 +294,8 @@ async def concurrent_run(
         "pairs": pairs,
         "seconds": elapsed,
         "pairs_per_s": pairs / elapsed,
+        "cpu_seconds": cpu,
+        "pairs_per_cpu_s": pairs / cpu,
         "latency_p50_ms": float(np.percentile(lat, 50)),
         "latency_p95_ms": float(np.percentile(lat, 95)),
         "latency_requests": len(steady),
@@ -413,14 +431,16 @@ def main() -> None:
                             r = inproc_run(scorer, executor, fixed[b], args.inproc_seconds)
                             r["hook_mean_padded_tokens"] = seen["padded"] / seen["pairs"]
                         else:
-                            r = service_seq_run(on.url, fixed[b], args.inproc_seconds)
+                            r = service_seq_run(on.url, on.process.pid, fixed[b], args.inproc_seconds)
                         r.update(padding.calls([fixed[b][i % len(fixed[b])] for i in range(r["calls"])]))
                         f = flops_per_pair(r["mean_padded_tokens"])
                         r["gflop_per_pair"] = f / 1e9
                         r["gflops"] = f * r["pairs_per_s"] / 1e9
+                        r["gflop_per_cpu_s"] = f * r["pairs_per_cpu_s"] / 1e9
                         seq[b][kind].append(r)
                         print(f"  [{rep + 1}/{args.repeats}] B={b} {kind:7s} {r['pairs_per_s']:7.2f} pairs/s, "
-                              f"padded {r['mean_padded_tokens']:.1f} (hook {r.get('hook_mean_padded_tokens', 0):.1f}) "
+                              f"{r['pairs_per_cpu_s']:.2f} pairs/CPU-s, padded {r['mean_padded_tokens']:.1f} "
+                              f"(model's own count {r.get('hook_mean_padded_tokens', float('nan')):.1f}) "
                               f"({r['calls']} calls, {r['seconds']:.1f} s, load {r['load_before']} -> {r['load_after']})",
                               flush=True)
             hook.remove()
@@ -430,7 +450,7 @@ def main() -> None:
             for p in p_values:
                 conc[p] = {}
                 for mode, proc in (("on", on), ("off", off)):
-                    r = asyncio.run(concurrent_run(proc.url, PairPool(queries, passages, args.seed + p),
+                    r = asyncio.run(concurrent_run(proc.url, proc.process.pid, PairPool(queries, passages, args.seed + p),
                                                    args.clients, p, args.conc_seconds, args.min_rounds,
                                                    args.conc_max_seconds))
                     calls = r.pop("_calls")
@@ -438,7 +458,8 @@ def main() -> None:
                     r.update(pad)
                     conc[p][mode] = r
                     mb = f"{r['mean_batch_pairs']:.1f}" if r["mean_batch_pairs"] else f"{p} (alone)"
-                    print(f"  P={p:2d} batching {mode:3s} {r['pairs_per_s']:7.2f} pairs/s, p50 {r['latency_p50_ms']:.0f} ms, "
+                    print(f"  P={p:2d} batching {mode:3s} {r['pairs_per_s']:7.2f} pairs/s, {r['pairs_per_cpu_s']:.2f} pairs/CPU-s, "
+                          f"padded {r['mean_padded_tokens']:.1f}, p50 {r['latency_p50_ms']:.0f} ms, "
                           f"p95 {r['latency_p95_ms']:.0f} ms, {r['requests']} req, mean batch {mb}, "
                           f"{r['seconds']:.1f} s, load {r['load_before']} -> {r['load_after']}", flush=True)
         finally:
@@ -447,62 +468,76 @@ def main() -> None:
         executor.shutdown()
 
     # ---- summaries
-    peak_gflops = peak["best_gflops"]
+    # Utilisation two ways: wall-clock GFLOP/s against the matmul's GFLOP/s (what the 2 cores can
+    # do), and GFLOP per CPU-second against the matmul's (independent of the share of the cores the
+    # process got, which on a shared host is what separate runs differ in most).
+    peak_gflops, peak_cpu = peak["best_gflops"], peak["gflop_per_cpu_s"]
+    med = statistics.median
     seq_rows = []
     for b in batch_sizes:
         runs = seq[b]
-        ip = statistics.median(r["pairs_per_s"] for r in runs["inproc"])
-        sv = statistics.median(r["pairs_per_s"] for r in runs["service"])
-        ip_gf = statistics.median(r["gflops"] for r in runs["inproc"])
-        sv_gf = statistics.median(r["gflops"] for r in runs["service"])
-        seq_rows.append({
-            "B": b,
-            "mean_tokens": statistics.mean(r["mean_tokens"] for r in runs["inproc"] + runs["service"]),
-            "mean_padded_tokens": statistics.mean(r["mean_padded_tokens"] for r in runs["inproc"] + runs["service"]),
-            "gflop_per_pair": statistics.mean(r["gflop_per_pair"] for r in runs["inproc"] + runs["service"]),
-            "inproc_pairs_per_s": ip, "service_pairs_per_s": sv, "overhead_pct": 100.0 * (1.0 - sv / ip),
-            "inproc_gflops": ip_gf, "service_gflops": sv_gf,
-            "inproc_util_pct": 100.0 * ip_gf / peak_gflops, "service_util_pct": 100.0 * sv_gf / peak_gflops,
-            "runs": runs,
-        })
+        both = runs["inproc"] + runs["service"]
+        row = {"B": b, "mean_tokens": statistics.mean(r["mean_tokens"] for r in both),
+               "mean_padded_tokens": statistics.mean(r["mean_padded_tokens"] for r in both),
+               "gflop_per_pair": statistics.mean(r["gflop_per_pair"] for r in both)}
+        for kind in ("inproc", "service"):
+            row[f"{kind}_pairs_per_s"] = med(r["pairs_per_s"] for r in runs[kind])
+            row[f"{kind}_pairs_per_cpu_s"] = med(r["pairs_per_cpu_s"] for r in runs[kind])
+            row[f"{kind}_gflops"] = med(r["gflops"] for r in runs[kind])
+            row[f"{kind}_util_pct"] = 100.0 * row[f"{kind}_gflops"] / peak_gflops
+            row[f"{kind}_cpu_util_pct"] = 100.0 * med(r["gflop_per_cpu_s"] for r in runs[kind]) / peak_cpu
+        row["overhead_pct"] = 100.0 * (1.0 - row["service_pairs_per_s"] / row["inproc_pairs_per_s"])
+        row["overhead_cpu_pct"] = 100.0 * (1.0 - row["service_pairs_per_cpu_s"] / row["inproc_pairs_per_cpu_s"])
+        row["runs"] = runs
+        seq_rows.append(row)
     conc_rows = []
     for p in p_values:
         on_r, off_r = conc[p]["on"], conc[p]["off"]
-        for mode, r in (("on", on_r), ("off", off_r)):
+        for r in (on_r, off_r):
             f = flops_per_pair(r["mean_padded_tokens"])
             r["gflop_per_pair"] = f / 1e9
             r["gflops"] = f * r["pairs_per_s"] / 1e9
             r["util_pct"] = 100.0 * r["gflops"] / peak_gflops
-        conc_rows.append({"P": p, "on": on_r, "off": off_r, "speedup": on_r["pairs_per_s"] / off_r["pairs_per_s"]})
+            r["cpu_util_pct"] = 100.0 * f * r["pairs_per_cpu_s"] / 1e9 / peak_cpu
+        conc_rows.append({"P": p, "on": on_r, "off": off_r,
+                          "speedup": on_r["pairs_per_s"] / off_r["pairs_per_s"],
+                          "speedup_per_cpu_s": on_r["pairs_per_cpu_s"] / off_r["pairs_per_cpu_s"]})
 
     all_pairs = [pair for b in batch_sizes for batch in fixed[b] for pair in batch]
     mean_tokens = float(np.mean([padding.tokens(*pair) for pair in all_pairs]))
 
     print(f"\nReranker throughput — MiniLM-L6 cross-encoder (random weights), {text_source}; "
           f"{mean_tokens:.1f} tokens per pair on average; model batch size {MODEL_BATCH_SIZE}; "
-          f"torch {torch_threads} threads; peak matmul {peak_gflops:.1f} GFLOP/s\n")
-    print("| B pairs/request | padded tokens/pair | GFLOP/pair | in-process pairs/s | service pairs/s | "
-          "service overhead | GFLOP/s in-proc / service | of peak | load 1-min (first→last run) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          f"torch {torch_threads} threads; peak {args.matmul_n}² float32 matmul {peak_gflops:.1f} GFLOP/s "
+          f"({peak_cpu:.1f} GFLOP per CPU-second)\n")
+    print("| B pairs/request | tokens/pair (padded) | GFLOP/pair | in-process pairs/s | service pairs/s | "
+          "service overhead | pairs per CPU-s in-proc / service | overhead per CPU-s | GFLOP/s in-proc / service "
+          "(of peak) | of peak per CPU-s | load 1-min (first → last run) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in seq_rows:
         runs = r["runs"]["inproc"] + r["runs"]["service"]
         loads = f"{runs[0]['load_before'][0]} → {runs[-1]['load_after'][0]}"
-        print(f"| {r['B']} | {r['mean_padded_tokens']:.1f} | {r['gflop_per_pair']:.2f} | {r['inproc_pairs_per_s']:.2f} "
-              f"| {r['service_pairs_per_s']:.2f} | {r['overhead_pct']:.1f} % | {r['inproc_gflops']:.1f} / "
-              f"{r['service_gflops']:.1f} | {r['inproc_util_pct']:.0f} % / {r['service_util_pct']:.0f} % | {loads} |")
+        print(f"| {r['B']} | {r['mean_tokens']:.1f} ({r['mean_padded_tokens']:.1f}) | {r['gflop_per_pair']:.2f} "
+              f"| {r['inproc_pairs_per_s']:.2f} | {r['service_pairs_per_s']:.2f} | {r['overhead_pct']:.1f} % "
+              f"| {r['inproc_pairs_per_cpu_s']:.2f} / {r['service_pairs_per_cpu_s']:.2f} | {r['overhead_cpu_pct']:.1f} % "
+              f"| {r['inproc_gflops']:.1f} / {r['service_gflops']:.1f} ({r['inproc_util_pct']:.0f} / "
+              f"{r['service_util_pct']:.0f} %) | {r['inproc_cpu_util_pct']:.0f} / {r['service_cpu_util_pct']:.0f} % "
+              f"| {loads} |")
 
     print(f"\n{args.clients} concurrent clients, one query per request; micro-batching on = max_wait "
           f"{args.max_wait_ms:g} ms, max_pairs {args.max_pairs}; off = RERANKER_BATCH_MAX_WAIT_MS=0\n")
-    print("| P passages | batching | pairs/s | p50 ms | p95 ms | mean batch (pairs) | padded tokens/pair | "
-          "GFLOP/s (of peak) | speed-up | load 1-min before→after |")
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| P passages | batching | pairs/s | pairs per CPU-s | p50 ms | p95 ms | mean batch (pairs) | "
+          "tokens/pair padded | GFLOP/s (of peak) | of peak per CPU-s | speed-up pairs/s | speed-up per CPU-s "
+          "| load 1-min before → after |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for row in conc_rows:
         for mode in ("on", "off"):
             r = row[mode]
             mb = f"{r['mean_batch_pairs']:.1f}" if r["mean_batch_pairs"] else f"{row['P']} (alone)"
-            su = f"**{row['speedup']:.2f}×**" if mode == "on" else ""
-            print(f"| {row['P']} | {mode} | {r['pairs_per_s']:.2f} | {r['latency_p50_ms']:.0f} | {r['latency_p95_ms']:.0f} "
-                  f"| {mb} | {r['mean_padded_tokens']:.1f} | {r['gflops']:.1f} ({r['util_pct']:.0f} %) | {su} "
+            su = f"**{row['speedup']:.2f}×** | {row['speedup_per_cpu_s']:.2f}×" if mode == "on" else " | "
+            print(f"| {row['P']} | {mode} | {r['pairs_per_s']:.2f} | {r['pairs_per_cpu_s']:.2f} "
+                  f"| {r['latency_p50_ms']:.0f} | {r['latency_p95_ms']:.0f} | {mb} | {r['mean_padded_tokens']:.1f} "
+                  f"| {r['gflops']:.1f} ({r['util_pct']:.0f} %) | {r['cpu_util_pct']:.0f} % | {su} "
                   f"| {r['load_before'][0]} → {r['load_after'][0]} |")
 
     out = Path(args.out)

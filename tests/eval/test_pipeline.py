@@ -132,6 +132,7 @@ async def test_refiner_and_generator_records(reranker: Any) -> None:
     assert len(request.passages) == 4 and all(p.embedding is None for p in request.passages)
     assert record["answer"] == "an answer [1]" and record["abstained"] is False
     assert record["cited_doc_ids"] == [request.passages[0].doc_id]
+    assert record["contexts"] == [p.text for p in request.passages]  # kept for the LLM judge
     assert {"refine", "retrieve", "rerank", "generate", "total"} <= set(record["latency_ms"])
 
 

@@ -62,6 +62,10 @@ class EvalOptions:
     root: Path | None = None
     #: Index cache (default ``<reports>/.index``).
     index_cache: Path | None = None
+    #: LLM-judge repeats of every LLM run's answers (0 = no judge; needs ``llm_settings``).
+    judge_repeats: int = 0
+    #: Answers judged per run (the first ones logged), to bound the judge's LLM calls.
+    judge_limit: int = 20
 
 
 @dataclass
@@ -221,9 +225,30 @@ class Evaluator:
         for config in configs:
             records = {qid: record for qid, record in logs[config.name].records.items() if qid in wanted}
             summary = summarize(config, dataset, records, ks=self.options.ks, metric_names=tuple(METRICS), extra=extra)
+            if config.llm and self.options.judge_repeats > 0:
+                summary["judge"] = await self._judge(dataset, records)
             write_summary(summary, (dirs or {}).get(config.name, report_dir))
             summaries[config.name] = summary
         return summaries
+
+    async def _judge(self, dataset: Dataset, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        from rag_common.llm import build_chat_model
+        from rag_eval.judge import JudgeItem, LLMJudge, judge_items
+
+        by_id = {query.id: query for query in dataset.queries}
+        items = [
+            JudgeItem(qid, by_id[qid].text, tuple(record["contexts"]), None if record.get("abstained") else record.get("answer"))
+            for qid, record in records.items()
+            if record.get("contexts") and qid in by_id
+        ][: self.options.judge_limit]
+        if not items:
+            return {"items": 0}
+        llm = self.options.llm_settings
+        judge = LLMJudge(build_chat_model(llm, max_tokens=min(llm.max_tokens, 256)))
+        self.echo(f"{dataset.name}: LLM judge on {len(items)} answers × {self.options.judge_repeats} (+ negative control)")
+        result = await judge_items(judge, items, repeats=self.options.judge_repeats, seed=self.options.seed)
+        result["judge_model"] = llm.model
+        return result
 
     async def _runs(
         self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any],

@@ -353,7 +353,9 @@ class Pipeline:
             latency["generate"] = _ms(started)
             return {"generation_error": f"{type(exc).__name__}: {exc}"[:300]}
         latency["generate"] = _ms(started)
+        shown = passages[: getattr(self.generator, "_max_passages", 6)]
         return {
+            "contexts": [p.text[:1200] for p in shown],  # what the generator read (for the LLM judge)
             "answer": response.answer,
             "abstained": response.abstained,
             "abstain_reason": response.abstain_reason,

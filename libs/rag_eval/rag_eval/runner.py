@@ -281,6 +281,12 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _pm(stat: Mapping[str, Any]) -> str:
+    if not stat or stat.get("mean") is None:
+        return "–"
+    return f"{stat['mean']:.3f} ± {stat['spread']:.3f} (n={stat['n']})"
+
+
 def run_markdown(summary: Mapping[str, Any]) -> str:
     ks = summary["ks"]
     names = list(dict.fromkeys(spec.split("@")[0] for spec in summary["metrics"]))
@@ -322,6 +328,12 @@ def run_markdown(summary: Mapping[str, Any]) -> str:
             f"| citation precision / recall | {_fmt(answers['citation_precision'])} / {_fmt(answers['citation_recall'])} |",
             f"| abstention precision / recall (n={abst['evaluated']}) | {_fmt(abst['precision'])} / {_fmt(abst['recall'])} |",
         ]
-    if "judge" in summary:
-        lines += ["", "LLM judge: see the JSON (`judge`)."]
+    judge = summary.get("judge")
+    if judge and judge.get("items"):
+        lines += ["", f"LLM judge ({judge.get('judge_model', '')}; {judge['items']} answers × {judge['repeats']} repeats; "
+                  f"{judge['unparsed_replies']} unparsed replies of {judge['llm_calls']}): mean ± spread",
+                  "", "| judge metric | real | off-topic control |", "|---|---:|---:|"]
+        for metric, real in judge["real"].items():
+            control = judge.get("control", {}).get(metric, {})
+            lines.append(f"| {metric} | {_pm(real)} | {_pm(control)} |")
     return "\n".join(lines) + "\n"

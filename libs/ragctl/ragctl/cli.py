@@ -163,6 +163,7 @@ def eval_command(
     seed: int = typer.Option(0, help="Seed of the query sample, corpus sample and bootstrap"),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write PNG plots next to the reports"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bars"),
+    judge: int = typer.Option(0, "--judge", min=0, help="LLM-judge the answers of LLM runs N times (needs --llm)"),
 ) -> None:
     """Evaluate pipelines in-process on benchmark datasets; resumable (reruns skip queries already done)."""
     from ragctl.eval_command import run_eval
@@ -171,7 +172,7 @@ def eval_command(
         done = run_eval(
             datasets=dataset, runs=run or [], ablation=ablation, limit=limit, reports=reports, llm=llm,
             corpus_sample=corpus_sample, ks=ks, candidates=candidates, top_k=top_k, adaptive_limit=adaptive_limit,
-            resamples=resamples, seed=seed, plots=plots, progress=progress, echo=typer.echo,
+            resamples=resamples, seed=seed, plots=plots, progress=progress, judge=judge, echo=typer.echo,
         )
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")

@@ -76,6 +76,7 @@ def run_eval(
     seed: int,
     plots: bool,
     progress: bool,
+    judge: int = 0,
     echo: Callable[[str], None] = print,
 ) -> int:
     """Returns the number of datasets evaluated (skipped ones, e.g. missing files, do not count)."""
@@ -88,6 +89,8 @@ def run_eval(
     names = parse_datasets(datasets)
     for spec in runs:  # fail on a typo before loading any model
         parse_run(spec, candidates=candidates, top_k=top_k)
+    if judge and not llm:
+        raise ValueError("--judge needs --llm (the judge is an LLM)")
     if not runs and not ablation:
         raise ValueError("say what to run: --run SPEC (repeatable) and/or --ablation")
     with ExitStack() as stack:
@@ -104,6 +107,7 @@ def run_eval(
             seed=seed,
             plots=plots,
             progress=progress,
+            judge_repeats=judge,
         )
         evaluator = Evaluator(options, echo=echo)
         done = 0

@@ -47,8 +47,9 @@ def answer_from_reply(
     precision = verification.citation_precision
     for check in verification.checks:
         if not check.verified:
+            citation = check.citation
             logger.info(
-                "dropping citation [%d]: %s (score %.0f): %r", check.citation.source_id, check.verdict, check.score, check.citation.quote[:120]
+                "dropping citation [%d]: %s (score %.0f): %r", citation.source_id, check.verdict, check.score, citation.quote
             )
     citations = select_citations(verification.verified, sources, max_citations=limits.max_citations)
     if not citations:

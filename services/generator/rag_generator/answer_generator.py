@@ -51,7 +51,7 @@ class _Prompt:
 
 @dataclass(frozen=True)
 class _Reply:
-    """One model reply: the parsed object if the client parsed it, its raw text, and whether it was cut off."""
+    """One model reply: the object the client parsed (if any), its raw text, and whether it was cut off."""
 
     parsed: Mapping[str, Any] | None
     text: str
@@ -59,7 +59,9 @@ class _Reply:
 
     @property
     def output(self) -> Mapping[str, Any] | str | None:
-        return self.parsed if self.parsed is not None else (self.text or None)
+        # The raw text first, parsed strictly: langchain's JSON parser is lenient (it closes open
+        # strings and brackets), and broken JSON must go to repair, not be half-trusted.
+        return self.text if self.text.strip() else self.parsed
 
 
 class AnswerGenerator:

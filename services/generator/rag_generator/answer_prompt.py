@@ -19,7 +19,7 @@ from rag_common.schemas import HistoryTurn, Passage
 SYSTEM_INSTRUCTIONS = (
     "Answer the question using only the numbered sources. Keep the answer short. "
     "After each claim write its source number in brackets, like [1]. "
-    "List each source you used in citations with a short quote copied from it. "
+    "List each source you used in citations with a short quote copied exactly from it. "
     "If the sources do not answer the question, set abstained to true and leave citations empty."
 )
 

@@ -31,7 +31,7 @@ class GeneratorSettings(ServiceSettings):
         default=600,
         ge=1,
         description="Upper bound on generated tokens per answer; kept above what the schema's length bounds "
-        "allow (600 + 3 x 300 characters) so a grammar-constrained reply always closes. Default 600.",
+        "allow (600 + 3 x 120 characters) so a grammar-constrained reply always closes. Default 600.",
     )
     history_turns: int = Field(
         default=2, ge=0, description="Most recent conversation turns shown to the model (0 = none). Default 2."
