@@ -345,6 +345,10 @@ async def run_adaptive(
                     counter.reset()
                     adaptive[q] = await rerank(service, by_id[q], [DiversitySpec(mmr_lambda="adaptive")])
                     calls.append(counter.plan_calls + counter.score_calls)
+                    fallback = adaptive[q].detail.get("fallback")
+                    print(f"   {label} adaptive {len(calls)}/{len(subset)}: λ={adaptive[q].detail.get('lambda')} "
+                          f"{calls[-1]} LLM calls {adaptive[q].ms / 1000:.1f} s"
+                          + (f" (fallback: {fallback.split(':')[1].strip()})" if fallback else ""), flush=True)
                 print(f"   {label}: adaptive λ on {len(subset)} questions in {time.perf_counter() - started:.1f} s",
                       flush=True)
                 runs = {name: {q: outcomes[label][name][q] for q in subset} for name in outcomes[label]}

@@ -26,8 +26,12 @@ Pairs: HotpotQA questions of at most 14 words and paragraphs of 100-150 words (f
    pooler 2h^2 and classifier 2h), times pairs/s = achieved GFLOP/s, against the CPU's peak measured
    as a 2048x2048 float32 ``torch.matmul`` with the same torch thread count.
 
-Every measurement records ``os.getloadavg()`` before and after. Prints Markdown tables and writes
-JSON. Nothing here asserts. Default run ≈ 5-8 min on 2 cores.
+Every measurement also records the CPU time (user + system, all threads) of the process doing the
+model work (this one in-process, the service's otherwise), so pairs per CPU-second and GFLOP per
+CPU-second can be compared even when other work on the host gives the runs different shares of the
+cores (a service running 6 forward passes at once gets a bigger share than one running 1), and
+``os.getloadavg()`` before and after. Prints Markdown tables and writes JSON. Nothing here asserts.
+Default run: 11 min measured at load 5-9 on 2 cores (≈ 7 min expected when quiet, not measured).
 
     .venv/bin/python bench/reranker_throughput.py [--batch-sizes 32,64] [--repeats 2] [--inproc-seconds 10]
         [--clients 32] [--passages 1,4,16] [--conc-seconds 20] [--min-rounds 2] [--conc-max-seconds 60]

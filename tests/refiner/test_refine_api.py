@@ -27,6 +27,7 @@ async def test_refine_route_and_validation(llm_settings: LLMSettings) -> None:
         assert first.status_code == 200, first.text
         assert first.json() == {
             "query": "What does Acme Robotics build?", "rewritten": False, "method": "passthrough", "detail": "no history",
+            "intent": "rag", "intent_method": "embedding", "hyde_query": None,
         }
 
         follow_up = await client.post(
@@ -54,3 +55,39 @@ async def test_readiness_reports_a_dead_llm(dead_llm_settings: LLMSettings) -> N
         response = await client.get("/readyz")
     assert response.status_code == 503
     assert "unreachable" in response.json()["checks"]["llm"]
+
+
+async def test_refine_route_intent_and_hyde(llm_settings: LLMSettings) -> None:
+    async with refiner_client(llm_settings) as client:
+        hyde = await client.post("/v1/refine", json={"message": "How does the Zorblax ion drive work?", "hyde": True})
+        assert hyde.status_code == 200, hyde.text
+        body = hyde.json()
+        assert (body["intent"], body["intent_method"], body["method"]) == ("rag", "embedding", "passthrough")
+        assert body["hyde_query"].startswith("How does the Zorblax ion drive work?\n")
+        assert len(body["hyde_query"]) > len(body["query"]) + 20
+
+        greeting = await client.post(
+            "/v1/refine",
+            json={"message": "Thanks a lot!", "hyde": True, "history": [{"question": "Where is Zorblax based?", "answer": "Tromsø."}]},
+        )
+        assert greeting.status_code == 200, greeting.text
+        body = greeting.json()
+        assert (body["intent"], body["intent_method"], body["query"], body["hyde_query"]) == ("chitchat", "rules", "Thanks a lot!", None)
+
+        meta = await client.post("/v1/refine", json={"message": "Summarize our conversation"})
+        assert meta.json()["intent"] == "meta"
+
+        bad = await client.post("/v1/refine", json={"message": "hi", "hyde": "sometimes"})
+        assert bad.status_code == 422
+
+
+async def test_refine_route_survives_a_dead_llm(dead_llm_settings: LLMSettings) -> None:
+    async with refiner_client(dead_llm_settings) as client:
+        response = await client.post(
+            "/v1/refine",
+            json={"message": "compose a limerick about coffee", "hyde": True, "history": [{"question": "q", "answer": "a"}]},
+        )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["intent"], body["intent_method"], body["method"], body["hyde_query"]) == ("rag", "fallback", "fallback", None)
+    assert "Connection" in body["detail"]

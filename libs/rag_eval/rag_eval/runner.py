@@ -165,7 +165,8 @@ def ranking_metrics(
 
 def answer_metrics(records: Mapping[str, Mapping[str, Any]], dataset: Dataset) -> dict[str, Any]:
     """EM / token F1 / ROUGE-L over answerable questions with a reference answer that were answered
-    (not abstained); citation precision / recall against the gold passages; abstention P / R."""
+    (not abstained); citation precision / recall against the gold passages, over answered questions
+    that have gold passages; abstention P / R over questions with an answerability label."""
     by_id = {query.id: query for query in dataset.queries}
     em: list[float] = []
     f1: list[float] = []
@@ -188,7 +189,7 @@ def answer_metrics(records: Mapping[str, Mapping[str, Any]], dataset: Dataset) -
             em.append(exact_match(record["answer"], query.answers) or 0.0)
             f1.append(token_f1(record["answer"], query.answers) or 0.0)
             rl.append(rouge_l(record["answer"], query.answers) or 0.0)
-        if not record.get("abstained"):
+        if not record.get("abstained") and has_gold(dataset, qid):
             cites = citation_scores(record.get("cited_doc_ids", []), dataset.qrels.get(qid, {}))
             if cites.precision is not None:
                 cite_p.append(cites.precision)

@@ -1,4 +1,4 @@
-"""HTTP face of the refiner: ``POST /v1/refine``. Logic lives in ``QueryRefiner``."""
+"""HTTP face of the refiner: ``POST /v1/refine`` (intent, standalone query, optional HyDE). Logic lives in ``QueryRefiner``."""
 
 from __future__ import annotations
 
@@ -22,13 +22,8 @@ def create_app(settings: RefinerSettings | None = None, llm_settings: LLMSetting
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.refiner = QueryRefiner(
-            build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS),
-            history_turns=settings.history_turns,
-            history_answer_chars=settings.history_answer_chars,
-            max_query_chars=settings.max_query_chars,
-            llm_timeout_s=settings.llm_timeout_s,
-        )
+        # Fits the intent classifier on the shipped examples (well under a second) before serving.
+        app.state.refiner = QueryRefiner.from_settings(build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS), settings)
         yield
 
     async def readiness() -> dict[str, str]:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
 from typing import get_args
 
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_union
+from threadpoolctl import threadpool_limits
 
 from rag_common.schemas import Intent
 from rag_refiner.intent_rules import normalize
@@ -50,10 +52,16 @@ def load_examples(lines: Iterable[str] | None = None) -> list[tuple[Intent, str]
     return examples
 
 
+#: Inverse regularisation strength. Stronger regularisation (smaller C) keeps probabilities soft,
+#: so a message unlike every example stays near the ``rag``-heavy prior instead of being pulled to
+#: whichever example shares a word with it (docs/refiner.md has the measurements).
+REGULARIZATION_C = 3.0
+
+
 class IntentClassifier:
     """TF-IDF (word + char n-grams) and logistic regression over labelled utterances."""
 
-    def __init__(self, examples: Sequence[tuple[Intent, str]] | None = None, *, regularization_c: float = 10.0):
+    def __init__(self, examples: Sequence[tuple[Intent, str]] | None = None, *, regularization_c: float = REGULARIZATION_C):
         examples = load_examples() if examples is None else examples
         labels = {intent for intent, _ in examples}
         if labels != set(INTENTS):
@@ -64,13 +72,18 @@ class IntentClassifier:
             TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True),
         )
         self._pipeline = Pipeline([("features", features), ("model", LogisticRegression(C=regularization_c, max_iter=2000))])
-        self._pipeline.fit([normalize(text) for _, text in examples], [intent for intent, _ in examples])
+        # One BLAS thread: the problem is tiny, and on a busy 2-core box a thread per core made the
+        # L-BFGS fit ten times slower (0.6 s → 6 s measured) through oversubscription.
+        with threadpool_limits(limits=1):
+            self._pipeline.fit([normalize(text) for _, text in examples], [intent for intent, _ in examples])
         self._classes: list[Intent] = [str(label) for label in self._pipeline.classes_]  # type: ignore[misc]
 
     def predict(self, message: str) -> IntentScores:
         return self.predict_many([message])[0]
 
     def predict_many(self, messages: Sequence[str]) -> list[IntentScores]:
+        if not messages:
+            return []
         rows = self._pipeline.predict_proba([normalize(message) for message in messages])
         scores = []
         for row in rows:
@@ -78,3 +91,9 @@ class IntentClassifier:
             best = max(probabilities, key=probabilities.__getitem__)
             scores.append(IntentScores(best, probabilities[best], probabilities))
         return scores
+
+
+@cache
+def shipped_intent_classifier() -> IntentClassifier:
+    """The classifier trained on the shipped examples, fitted once per process (it is read-only)."""
+    return IntentClassifier()

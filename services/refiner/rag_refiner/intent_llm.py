@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from rag_common.schemas import Intent
+from rag_refiner.llm_call import UnusableOutput
 
 INTENT_SCHEMA = {
     "name": "intent",
@@ -48,7 +49,7 @@ FEW_SHOT_EXAMPLES: tuple[tuple[str, Intent], ...] = (
 )
 
 
-class UnusableIntent(Exception):
+class UnusableIntent(UnusableOutput):
     """The model answered, but not with one of the four intents."""
 
 

@@ -1,24 +1,44 @@
-"""Turn the latest chat message into the query the retriever should search for."""
+"""Turn the latest chat message into what the gateway needs: intent, search query, optional HyDE text."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
+from dataclasses import dataclass
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
 from rag_common.schemas import HistoryTurn, RefineRequest, RefineResponse
+from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS, HydeWriter
+from rag_refiner.intent_router import IntentDecision, IntentRouter
+from rag_refiner.llm_call import LLMUnavailable, UnusableOutput, bounded_llm_call
 from rag_refiner.rewrite_guard import check_rewrite
-from rag_refiner.standalone_rewriter import StandaloneQuestionRewriter, UnusableRewrite
+from rag_refiner.settings import RefinerSettings
+from rag_refiner.standalone_rewriter import StandaloneQuestionRewriter
 
-logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class _Rewrite:
+    query: str
+    rewritten: bool
+    method: Literal["passthrough", "llm", "context_append", "fallback"]
+    detail: str = ""
+    #: Set when the model did not answer, so the request's later model calls are skipped.
+    llm_failure: str | None = None
 
 
 class QueryRefiner:
-    """First message: used as is. Follow-up: a guarded model rewrite, else a deterministic one.
+    """Route the intent, then (for ``rag``) rewrite a follow-up and optionally write a HyDE passage.
 
-    ``refine`` never raises: a refiner failure must not stop the chat, and the raw message is
-    always a usable (if weaker) query.
+    Steps, each with at most one model call:
+
+    1. Intent (``IntentRouter``): rules, then the classifier, the LLM only when unsure.
+    2. Rewrite, only for ``rag``: first message used as is; follow-up gets a guarded model rewrite,
+       else a deterministic one (``context_append``).
+    3. HyDE, only when asked for and the intent is ``rag``.
+
+    ``refine`` never raises: the raw message is always a usable (if weaker) query, ``rag`` a safe
+    intent and no HyDE a safe search. Once a model call failed (refused, timed out), the request's
+    later calls are skipped instead of each waiting out its own timeout.
     """
 
     def __init__(
@@ -29,39 +49,93 @@ class QueryRefiner:
         history_answer_chars: int = 300,
         max_query_chars: int = 400,
         llm_timeout_s: float = 20.0,
+        intent_router: IntentRouter | None = None,
+        hyde_max_tokens: int = DEFAULT_HYDE_MAX_TOKENS,
     ):
         self._rewriter = StandaloneQuestionRewriter(chat_model)
+        self._router = intent_router or IntentRouter(chat_model, llm_timeout_s=llm_timeout_s)
+        self._hyde = HydeWriter(chat_model, max_tokens=hyde_max_tokens)
         self._history_turns = history_turns
         self._history_answer_chars = history_answer_chars
         self._max_query_chars = max_query_chars
         self._llm_timeout_s = llm_timeout_s
 
+    @classmethod
+    def from_settings(cls, chat_model: BaseChatModel, settings: RefinerSettings) -> QueryRefiner:
+        router = IntentRouter(
+            chat_model if settings.intent_llm else None,
+            confidence_threshold=settings.intent_confidence_threshold,
+            llm_timeout_s=settings.llm_timeout_s,
+        )
+        return cls(
+            chat_model,
+            history_turns=settings.history_turns,
+            history_answer_chars=settings.history_answer_chars,
+            max_query_chars=settings.max_query_chars,
+            llm_timeout_s=settings.llm_timeout_s,
+            intent_router=router,
+            hyde_max_tokens=settings.hyde_max_tokens,
+        )
+
     async def refine(self, request: RefineRequest) -> RefineResponse:
         message = request.message
-        if not request.history:
-            return RefineResponse(query=message, rewritten=False, method="passthrough", detail="no history")
+        decision = await self._router.route(message)
+        llm_failure = decision.llm_failure
+        details = [f"intent: {decision.detail}"] if decision.detail else []
 
-        history = self.prompt_history(request.history)
+        if decision.intent != "rag":
+            # Nothing will be searched: no rewrite, no HyDE, no model call.
+            rewrite = _Rewrite(message, False, "passthrough", f"not rewritten: intent {decision.intent}")
+        elif not request.history:
+            rewrite = _Rewrite(message, False, "passthrough", "no history")
+        elif llm_failure:
+            rewrite = _Rewrite(message, False, "fallback", f"rewrite skipped, {llm_failure} earlier in this request")
+        else:
+            rewrite = await self._rewrite(message, request.history)
+            llm_failure = llm_failure or rewrite.llm_failure
+        details.insert(0, rewrite.detail)
+
+        hyde_query = None
+        if request.hyde:
+            hyde_query, hyde_detail = await self._hyde_query(rewrite.query, decision, llm_failure)
+            if hyde_detail:
+                details.append(f"hyde: {hyde_detail}")
+
+        return RefineResponse(
+            query=rewrite.query,
+            rewritten=rewrite.rewritten,
+            method=rewrite.method,
+            detail="; ".join(part for part in details if part),
+            intent=decision.intent,
+            intent_method=decision.method,
+            hyde_query=hyde_query,
+        )
+
+    async def _rewrite(self, message: str, full_history: list[HistoryTurn]) -> _Rewrite:
+        history = self.prompt_history(full_history)
         try:
-            async with asyncio.timeout(self._llm_timeout_s):
-                rewrite = await self._rewriter.rewrite(message, history)
-        except UnusableRewrite as exc:
+            rewrite = await bounded_llm_call("rewrite", self._rewriter.rewrite(message, history), self._llm_timeout_s)
+        except UnusableOutput as exc:
             return self._append_context(message, history, f"model output unusable: {exc}")
-        except TimeoutError:
-            logger.warning("rewrite timed out after %ss; using the raw message", self._llm_timeout_s)
-            return RefineResponse(
-                query=message, rewritten=False, method="fallback", detail=f"llm timed out after {self._llm_timeout_s:g}s"
-            )
-        except Exception as exc:  # noqa: BLE001 - any model failure degrades to the raw message
-            logger.warning("rewrite failed (%s); using the raw message", type(exc).__name__)
-            return RefineResponse(
-                query=message, rewritten=False, method="fallback", detail=f"llm error: {type(exc).__name__}: {exc}"[:300]
-            )
+        except LLMUnavailable as exc:
+            return _Rewrite(message, False, "fallback", str(exc), llm_failure=str(exc))
 
         verdict = check_rewrite(rewrite, message, history, max_query_chars=self._max_query_chars)
         if not verdict.accepted:
             return self._append_context(message, history, f"guard rejected rewrite ({verdict.failed_check}): {verdict.detail}")
-        return RefineResponse(query=rewrite, rewritten=rewrite != message, method="llm")
+        return _Rewrite(rewrite, rewrite != message, "llm")
+
+    async def _hyde_query(self, query: str, decision: IntentDecision, llm_failure: str | None) -> tuple[str | None, str]:
+        """``(hyde_query, why not)``: the search text, or ``None`` and the reason."""
+        if decision.intent != "rag":
+            return None, f"skipped, intent {decision.intent} is not searched"
+        if llm_failure:
+            return None, f"skipped, {llm_failure} earlier in this request"
+        try:
+            passage = await bounded_llm_call("hyde", self._hyde.write(query), self._llm_timeout_s)
+        except (UnusableOutput, LLMUnavailable) as exc:
+            return None, str(exc)
+        return HydeWriter.search_text(query, passage), ""
 
     def prompt_history(self, history: list[HistoryTurn]) -> list[HistoryTurn]:
         """The window of turns the model sees, cut so the prompt stays small for a small model."""
@@ -74,8 +148,8 @@ class QueryRefiner:
         ]
 
     @staticmethod
-    def _append_context(message: str, history: list[HistoryTurn], detail: str) -> RefineResponse:
+    def _append_context(message: str, history: list[HistoryTurn], detail: str) -> _Rewrite:
         # The last question is already standalone, so it carries the subject the message leaves out;
         # the user's own words stay first because lexical retrieval weighs them most.
         query = f"{message} ({history[-1].question})"
-        return RefineResponse(query=query, rewritten=True, method="context_append", detail=detail)
+        return _Rewrite(query, True, "context_append", detail)

@@ -9,6 +9,8 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import ServiceSettings
+from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS
+from rag_refiner.intent_router import DEFAULT_CONFIDENCE_THRESHOLD
 
 
 class RefinerSettings(ServiceSettings):
@@ -25,5 +27,29 @@ class RefinerSettings(ServiceSettings):
         default=400, ge=1, description="Longest model rewrite the guard accepts, in characters. Default 400."
     )
     llm_timeout_s: float = Field(
-        default=20.0, gt=0, description="Overall budget of one rewrite call, seconds; past it the raw message is used. Default 20."
+        default=20.0,
+        gt=0,
+        description=(
+            "Budget of each model call (intent, rewrite, HyDE), seconds; past it that step falls back "
+            "(raw message, intent rag, no HyDE) and the request's later model calls are skipped. Default 20."
+        ),
+    )
+    intent_confidence_threshold: float = Field(
+        default=DEFAULT_CONFIDENCE_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Classifier probability a chitchat/meta/out_of_scope label needs to be used without the LLM; "
+            "below it the LLM is asked (rag is used at any probability). Default 0.6."
+        ),
+    )
+    intent_llm: bool = Field(
+        default=True,
+        description="Ask the LLM about messages the classifier is unsure of; off, those go to rag. Default true.",
+    )
+    hyde_max_tokens: int = Field(
+        default=DEFAULT_HYDE_MAX_TOKENS,
+        ge=16,
+        le=512,
+        description="Upper bound on the tokens of the HyDE passage. Default 96.",
     )

@@ -8,10 +8,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from rag_common.schemas import HistoryTurn
+from rag_refiner.llm_call import UnusableOutput
 from rag_refiner.rewrite_prompt import REWRITE_SCHEMA, build_rewrite_messages
 
 
-class UnusableRewrite(Exception):
+class UnusableRewrite(UnusableOutput):
     """The model answered, but not with a ``{"query": str}`` object."""
 
 
