@@ -30,6 +30,10 @@ def test_parse_run_specs() -> None:
     assert not parse_run("bm25+cross_encoder").needs_embeddings
     adaptive = parse_run("dense+gmmr:adaptive+refiner+llm")
     assert adaptive.adaptive and adaptive.refiner and adaptive.name == "dense+gmmr:adaptive+refiner+llm"
+    # Each of these needs the LLM endpoint; only ``llm`` generates.
+    assert [parse_run(s).uses_llm for s in ("dense+gmmr:adaptive", "dense+refiner", "dense+llm", "dense+gmmr:1")] == [
+        True, True, True, False]
+    assert not parse_run("dense+gmmr:adaptive").llm
     assert parse_run("dense+diffusion:0.5").stages[0].param == 0.5
     assert parse_run(parse_run("bm25+gmmr:1").name) == parse_run("bm25+gmmr:1.0")  # the name parses back
 
@@ -42,8 +46,6 @@ def test_parse_run_specs() -> None:
         ("dense:rrf", "only hybrid"),
         ("dense+gmmr:1.5", "λ must be in"),
         ("dense+diffusion:1", "α must be in"),
-        ("dense+gmmr:adaptive", "add 'llm'"),
-        ("dense+refiner", "add 'llm'"),
         ("dense+bogus", "unknown token"),
         ("dense+ce:3", "takes no parameter"),
         ("hybrid:weird", "unknown fusion"),

@@ -22,14 +22,16 @@ CONFIDENT = {
     "How do I configure SSO for the admin console?": ("rag", "embedding"),
     "tell me a joke about programmers": ("out_of_scope", "embedding"),
 }
-#: Stage 2 leans away from rag, below the default threshold (asserted as a precondition).
-AMBIGUOUS = "compose a limerick about coffee"
+#: Stage 2 leans away from rag in the LLM band [0.5, 0.6) (asserted as a precondition).
+AMBIGUOUS = "book me a hotel in Rome"
+#: Stage 2 leans away from rag below 0.5: more likely wrong than right, so rag without a call.
+WEAK_LEANING = "compose a limerick about coffee"
 
 
-def unsure_scores(router: IntentRouter, message: str) -> IntentScores:
+def unsure_scores(router: IntentRouter, message: str, low: float = 0.5, high: float = 0.6) -> IntentScores:
     scores = router.classify_cheap(message)
     assert isinstance(scores, IntentScores), f"precondition: {message!r} should be ambiguous, got {scores}"
-    assert scores.intent != "rag"
+    assert scores.intent != "rag" and low <= scores.confidence < high, f"precondition: {scores}"
     return scores
 
 
@@ -54,6 +56,19 @@ async def test_an_ambiguous_message_asks_the_llm_once(llm_settings: LLMSettings)
     assert decision.intent in (scores.intent, "rag")
     assert "llm answered" in decision.detail
     assert decision.llm_failure is None
+
+
+async def test_a_weak_leaning_goes_to_rag_without_a_call(llm_settings: LLMSettings) -> None:
+    model, counter = counted_chat_model(llm_settings)
+    router = IntentRouter(model)
+    unsure_scores(router, WEAK_LEANING, low=0.0, high=0.5)
+    decision = await router.route(WEAK_LEANING)
+    assert (decision.intent, decision.method) == ("rag", "embedding")
+    assert "below 0.5" in decision.detail
+    assert counter.calls == 0
+    # With the floor at 0 the same message is worth a call.
+    assert (await IntentRouter(model, llm_min_confidence=0.0).route(WEAK_LEANING)).method == "llm"
+    assert counter.calls == 1
 
 
 async def test_the_llm_decides_within_the_threshold_band_only(llm_settings: LLMSettings) -> None:

@@ -68,11 +68,16 @@ async def test_refine_route_intent_and_hyde(llm_settings: LLMSettings) -> None:
 
         greeting = await client.post(
             "/v1/refine",
-            json={"message": "Thanks a lot!", "hyde": True, "history": [{"question": "Where is Zorblax based?", "answer": "Tromsø."}]},
+            json={
+                "message": "Thanks a lot!",
+                "hyde": True,
+                "history": [{"question": "Where is Zorblax based?", "answer": "Tromsø."}],
+            },
         )
         assert greeting.status_code == 200, greeting.text
         body = greeting.json()
-        assert (body["intent"], body["intent_method"], body["query"], body["hyde_query"]) == ("chitchat", "rules", "Thanks a lot!", None)
+        assert (body["intent"], body["intent_method"], body["hyde_query"]) == ("chitchat", "rules", None)
+        assert body["query"] == "Thanks a lot!"
 
         meta = await client.post("/v1/refine", json={"message": "Summarize our conversation"})
         assert meta.json()["intent"] == "meta"
@@ -85,7 +90,7 @@ async def test_refine_route_survives_a_dead_llm(dead_llm_settings: LLMSettings) 
     async with refiner_client(dead_llm_settings) as client:
         response = await client.post(
             "/v1/refine",
-            json={"message": "compose a limerick about coffee", "hyde": True, "history": [{"question": "q", "answer": "a"}]},
+            json={"message": "book me a hotel in Rome", "hyde": True, "history": [{"question": "q", "answer": "a"}]},
         )
     assert response.status_code == 200, response.text
     body = response.json()

@@ -16,7 +16,7 @@ ACME_TURN = HistoryTurn(
     question="Acme Robotics company history",
     answer="Acme Robotics began as a two-person workshop building warehouse robots and later moved into surgical arms.",
 )
-AMBIGUOUS = "compose a limerick about coffee"
+AMBIGUOUS = "book me a hotel in Rome"
 
 
 async def test_hyde_passage_follows_the_query(llm_settings: LLMSettings) -> None:
@@ -62,7 +62,8 @@ async def test_dead_llm_hyde_is_none_and_says_why(dead_llm_settings: LLMSettings
 
 async def test_hung_llm_hyde_times_out(hung_llm_settings: LLMSettings) -> None:
     model, _ = counted_chat_model(hung_llm_settings)
-    response = await QueryRefiner(model, llm_timeout_s=1.0).refine(RefineRequest(message="What does Acme Robotics build?", hyde=True))
+    refiner = QueryRefiner(model, llm_timeout_s=1.0)
+    response = await refiner.refine(RefineRequest(message="What does Acme Robotics build?", hyde=True))
     assert response.hyde_query is None
     assert "hyde: llm timed out after 1s" in response.detail
 

@@ -9,9 +9,9 @@ Ablation matrix (per dataset, all on the same queries and the same index):
   larger λ). λ* is chosen on the very queries it is scored on, so its row is an optimistic upper
   bound for a fixed λ; the whole sweep is in ``sweep/`` and ``lambda_sweep.png``;
 - each ``+cross_encoder``, only when ``RERANKER_CROSS_ENCODER_MODEL`` is set;
-- with the LLM only, on the first ``adaptive_limit`` queries: each ``+gmmr:adaptive+llm`` (the
-  LLM picks λ per query; slow on the local model), ``hybrid+llm`` (answers, citations, abstention)
-  and, on multi-turn datasets, ``hybrid+refiner+llm``.
+- with the LLM only, on the first ``adaptive_limit`` queries: each ``+gmmr:adaptive`` (the LLM
+  picks λ per query; slow on the local model), ``hybrid+llm`` (answers, citations, abstention) and,
+  on multi-turn datasets, ``hybrid+refiner+llm``.
 
 The table compares every row with ``dense`` (paired bootstrap 95 % CI over the queries both ran;
 a CI that contains 0 is marked noise).
@@ -96,7 +96,7 @@ def ablation_configs(
 
 def llm_configs(options: EvalOptions, dataset: Dataset) -> list[RunConfig]:
     common = {"candidates": options.candidates, "top_k": options.top_k}
-    configs = [RunConfig(mode=mode, stages=(StageConfig("gmmr", "adaptive"),), llm=True, **common) for mode in MODES]
+    configs = [RunConfig(mode=mode, stages=(StageConfig("gmmr", "adaptive"),), **common) for mode in MODES]
     configs.append(RunConfig(mode="hybrid", llm=True, **common))
     if any(query.history for query in dataset.queries):
         configs.append(RunConfig(mode="hybrid", refiner=True, llm=True, **common))
@@ -172,7 +172,7 @@ class Evaluator:
         model = getattr(self.options.llm_settings, "model", "")
 
         def context(config: RunConfig) -> str:
-            return f"{base};llm={model}" if config.llm else base
+            return f"{base};llm={model}" if config.uses_llm else base
 
         return context
 
@@ -187,7 +187,7 @@ class Evaluator:
             self.echo(f"{name}: skipped, {exc}")
             return result
         configs = [parse_run(spec, candidates=self.options.candidates, top_k=self.options.top_k) for spec in runs]
-        need_llm = any(config.llm for config in configs) or (ablation and self.options.llm_settings is not None)
+        need_llm = any(config.uses_llm for config in configs) or (ablation and self.options.llm_settings is not None)
         if need_llm and self.options.llm_settings is None:
             raise ValueError("these runs need the LLM: pass llm_settings (ragctl eval --llm)")
         report_dir = self.options.reports / name

@@ -237,7 +237,9 @@ def summarize(
     result = ranking_metrics(records, dataset, specs)
     stage_status: dict[str, Counter[str]] = defaultdict(Counter)
     lambdas: list[float] = []
+    fallbacks = 0
     for record in records.values():
+        fallbacks += "gmmr_fallback" in record.get("stages", {})
         for name, status in record.get("stages", {}).items():
             if name in ("gmmr_lambda", "gmmr_fallback"):
                 continue
@@ -258,7 +260,8 @@ def summarize(
         "stage_status": {name: dict(counts) for name, counts in stage_status.items()},
     }
     if lambdas:
-        summary["gmmr_lambda"] = {"mean": round(float(np.mean(lambdas)), 3), "values": dict(Counter(lambdas))}
+        summary["gmmr_lambda"] = {"mean": round(float(np.mean(lambdas)), 3), "values": dict(Counter(lambdas)),
+                                  "adaptive_fallbacks": fallbacks}
     if config.llm:
         summary["answers"] = answer_metrics(records, dataset)
     if extra:
@@ -314,7 +317,10 @@ def run_markdown(summary: Mapping[str, Any]) -> str:
             for name, counts in summary["stage_status"].items()
         )]
     if "gmmr_lambda" in summary:
-        lines.append(f"gMMR λ: mean {summary['gmmr_lambda']['mean']}, chosen {summary['gmmr_lambda']['values']}")
+        lam = summary["gmmr_lambda"]
+        lines.append(f"gMMR λ: mean {lam['mean']}, chosen {lam['values']}"
+                     + (f"; adaptive λ fell back to the fixed default on {lam['adaptive_fallbacks']} queries"
+                        if lam.get("adaptive_fallbacks") else ""))
     answers = summary.get("answers")
     if answers:
         abst = answers["abstention"]

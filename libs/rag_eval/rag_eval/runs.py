@@ -5,10 +5,13 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
     dense                         the retriever alone (dense), its first ``top_k`` passages
     hybrid+diffusion              hybrid retrieval, then graph diffusion over the candidates
     bm25+gmmr:0.7                 BM25, then gMMR with a fixed λ = 0.7
-    hybrid+diffusion+gmmr:adaptive   … gMMR with the LLM-chosen λ (needs ``llm``)
+    hybrid+diffusion+gmmr:adaptive   … gMMR with the λ an LLM picks per query
     hybrid:rrf+cross_encoder      hybrid with RRF fusion, then the cross-encoder (``ce`` also works)
     hybrid+refiner+llm            multi-turn: the refiner rewrites the question (LLM), and the
                                   generator answers from the final passages (LLM)
+
+``gmmr:adaptive``, ``refiner`` and ``llm`` need an LLM endpoint (``ragctl eval --llm``); only ``llm``
+generates answers.
 
 Tokens: a mode (``bm25``, ``dense``, ``hybrid`` or ``hybrid:<fusion>`` with fusion ``min_max``
 (default) or ``rrf``), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
@@ -81,10 +84,6 @@ class RunConfig:
             raise ValueError(f"unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}")
         if not 1 <= self.top_k <= self.candidates <= 200:
             raise ValueError(f"need 1 <= top_k ({self.top_k}) <= candidates ({self.candidates}) <= 200")
-        if self.refiner and not self.llm:
-            raise ValueError("the refiner rewrites with the LLM: add 'llm' to the run")
-        if self.adaptive and not self.llm:
-            raise ValueError("gmmr:adaptive asks the LLM for λ: add 'llm' to the run")
 
     @property
     def name(self) -> str:
@@ -99,6 +98,11 @@ class RunConfig:
     @property
     def adaptive(self) -> bool:
         return any(stage.name == "gmmr" and stage.param == "adaptive" for stage in self.stages)
+
+    @property
+    def uses_llm(self) -> bool:
+        """Needs an LLM endpoint: to generate (``llm``), to rewrite (``refiner``) or to pick λ."""
+        return self.llm or self.refiner or self.adaptive
 
     @property
     def reranks(self) -> bool:

@@ -88,7 +88,8 @@ def run_eval(
 
     names = parse_datasets(datasets)
     for spec in runs:  # fail on a typo before loading any model
-        parse_run(spec, candidates=candidates, top_k=top_k)
+        if parse_run(spec, candidates=candidates, top_k=top_k).uses_llm and not llm:
+            raise ValueError(f"run {spec!r} needs an LLM endpoint: add --llm")
     if judge and not llm:
         raise ValueError("--judge needs --llm (the judge is an LLM)")
     if not runs and not ablation:

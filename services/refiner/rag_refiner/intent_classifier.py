@@ -1,9 +1,9 @@
 """Stage 2 of intent routing: a small lexical classifier trained at start-up on shipped examples.
 
 TF-IDF over word uni/bigrams (what is asked: "write a", "did i ask", "right now") plus character
-n-grams (spelling variants, typos), then a multinomial logistic regression. No embedding model:
-the refiner stays a light, torch-free process, fitting takes well under a second, and a
-prediction takes about a millisecond. The example set (``data/intent_examples.tsv``) is small and
+3-5-grams (spelling variants, typos), then a multinomial logistic regression. No embedding model:
+the refiner stays a light, torch-free process, fitting takes under a second, and a prediction
+a few milliseconds. The example set (``data/intent_examples.tsv``) is small and
 written for this project; ``rag`` is its largest class, so an unfamiliar message leans towards
 retrieval, which is the safe side.
 """

@@ -7,9 +7,12 @@ routed to retrieval only costs one search. So the stages are asymmetric:
    about the conversation itself → ``meta``.
 2. Classifier (``IntentClassifier``): its best label is used when it is ``rag`` (whatever the
    confidence) or when a non-``rag`` label reaches ``confidence_threshold``.
-3. LLM: only for a message the classifier leans away from ``rag`` but below the threshold. The
-   model may confirm that label or answer ``rag``; any other answer is a disagreement and the
-   message goes to ``rag``. A failed call also means ``rag`` (``method="fallback"``).
+3. LLM: only for a message the classifier leans away from ``rag`` with a probability in
+   ``[llm_min_confidence, confidence_threshold)``: more likely that label than not, but not sure.
+   Below ``llm_min_confidence`` the leaning is more likely wrong than right and the message goes
+   to ``rag`` without a call. The model may confirm the leaning or answer ``rag``; any other
+   answer is a disagreement and the message goes to ``rag``. A failed call also means ``rag``
+   (``method="fallback"``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ IntentMethod = Literal["rules", "embedding", "llm", "fallback"]
 
 #: Default ``confidence_threshold`` (setting ``REFINER_INTENT_CONFIDENCE_THRESHOLD``).
 DEFAULT_CONFIDENCE_THRESHOLD = 0.6
+#: Default ``llm_min_confidence`` (setting ``REFINER_INTENT_LLM_MIN_CONFIDENCE``).
+DEFAULT_LLM_MIN_CONFIDENCE = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,12 +58,14 @@ class IntentRouter:
         *,
         classifier: IntentClassifier | None = None,
         confidence_threshold: float = DEFAULT_CONFIDENCE_THRESHOLD,
+        llm_min_confidence: float = DEFAULT_LLM_MIN_CONFIDENCE,
         llm_timeout_s: float = 20.0,
     ):
         """``chat_model=None`` disables stage 3: an unsure message then goes to ``rag``."""
         self._classifier = classifier or shipped_intent_classifier()
         self._llm = LLMIntentClassifier(chat_model) if chat_model is not None else None
         self._threshold = confidence_threshold
+        self._llm_min_confidence = llm_min_confidence
         self._llm_timeout_s = llm_timeout_s
 
     def classify_cheap(self, message: str) -> IntentDecision | IntentScores:
@@ -87,6 +94,10 @@ class IntentRouter:
         leaning = f"classifier leaned {scores.intent} at {scores.confidence:.2f} < {self._threshold:g}"
         if self._llm is None:
             return IntentDecision("rag", "embedding", scores.probabilities["rag"], f"{leaning}; llm stage off, kept rag")
+        if scores.confidence < self._llm_min_confidence:
+            return IntentDecision(
+                "rag", "embedding", scores.probabilities["rag"], f"{leaning}, below {self._llm_min_confidence:g}: kept rag"
+            )
         try:
             answer = await bounded_llm_call("intent", self._llm.classify(message), self._llm_timeout_s)
         except UnusableOutput as exc:

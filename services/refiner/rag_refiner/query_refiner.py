@@ -65,6 +65,7 @@ class QueryRefiner:
         router = IntentRouter(
             chat_model if settings.intent_llm else None,
             confidence_threshold=settings.intent_confidence_threshold,
+            llm_min_confidence=settings.intent_llm_min_confidence,
             llm_timeout_s=settings.llm_timeout_s,
         )
         return cls(

@@ -10,7 +10,7 @@ from pydantic_settings import SettingsConfigDict
 
 from rag_common.settings import ServiceSettings
 from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS
-from rag_refiner.intent_router import DEFAULT_CONFIDENCE_THRESHOLD
+from rag_refiner.intent_router import DEFAULT_CONFIDENCE_THRESHOLD, DEFAULT_LLM_MIN_CONFIDENCE
 
 
 class RefinerSettings(ServiceSettings):
@@ -41,6 +41,15 @@ class RefinerSettings(ServiceSettings):
         description=(
             "Classifier probability a chitchat/meta/out_of_scope label needs to be used without the LLM; "
             "below it the LLM is asked (rag is used at any probability). Default 0.6."
+        ),
+    )
+    intent_llm_min_confidence: float = Field(
+        default=DEFAULT_LLM_MIN_CONFIDENCE,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Below the threshold, the LLM is asked only if the non-rag label still has at least this "
+            "probability; a weaker leaning goes to rag without a call. Default 0.5."
         ),
     )
     intent_llm: bool = Field(
