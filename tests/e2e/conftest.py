@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from ragctl.stack import SERVICES, Stack, free_port, start_services
+from ragctl.stack import SERVICES, ManagedProcess, Stack, free_port, start_service, start_services
 
 
 #: The tiny local LLM on two shared cores can take minutes when other work competes for them; the
@@ -24,10 +26,17 @@ SLOW_MACHINE_TIMEOUTS = {
 class RunningStack:
     urls: dict[str, str]
     stack: Stack
+    #: The environment and data directory the services were started with (to restart one alike).
+    env: dict[str, str] = field(default_factory=dict)
+    data_dir: Path | None = None
 
     @property
     def gateway(self) -> str:
         return self.urls["gateway"]
+
+    def process(self, name: str) -> ManagedProcess:
+        [proc] = [p for p in self.stack.processes if p.name == name]
+        return proc
 
 
 @pytest.fixture(scope="session")
@@ -37,9 +46,31 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str, llm_
     ports = {name: free_port() for name in SERVICES}
     stack = Stack()
     try:
-        start_services(ports, data_dir, redis_url, llm_base_url, stack, extra_env=SLOW_MACHINE_TIMEOUTS)
+        env = start_services(ports, data_dir, redis_url, llm_base_url, stack, extra_env=SLOW_MACHINE_TIMEOUTS)
     except BaseException:
         stack.stop()
         raise
-    yield RunningStack({p.name: p.url for p in stack.processes}, stack)
+    yield RunningStack({p.name: p.url for p in stack.processes}, stack, env, data_dir)
     stack.stop()
+
+
+@pytest.fixture(scope="module")
+def reranker_stopped(running_stack: RunningStack) -> Iterator[ManagedProcess]:
+    """The reranker process stopped for the tests of one module, then started again on the same port
+    with the same environment, so tests that run later (in any order) see the whole stack.
+
+    Yields the stopped process."""
+    stopped = running_stack.process("reranker")
+    stopped.stop()
+    assert not stopped.alive()
+    try:
+        yield stopped
+    finally:
+        assert running_stack.data_dir is not None
+        port = urlsplit(stopped.url).port
+        assert port is not None
+        restarted = start_service(
+            "reranker", port, running_stack.data_dir / "logs" / "restarted", running_stack.env, ready_timeout_s=300
+        )
+        processes = running_stack.stack.processes
+        processes[processes.index(stopped)] = restarted

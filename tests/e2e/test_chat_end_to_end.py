@@ -5,39 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-pytestmark = pytest.mark.e2e
+from .corpus import DOCUMENTS, chunk_ids_of as _chunk_ids_of
 
-DOCUMENTS = [
-    {
-        "id": "zorblax",
-        "title": "Zorblax Aerospace",
-        "source": "handbook/zorblax.md",
-        "text": "Zorblax Aerospace is a maker of small satellite launchers headquartered in Tromsø, Norway. "
-        "The company was founded in 1987 by the engineer Ingrid Halvorsen. "
-        "Its best-known rocket, the Fjord-2, first flew in 2004.",
-    },
-    {
-        "id": "quillfeather",
-        "title": "Quillfeather Library",
-        "source": "handbook/quillfeather.md",
-        "text": "The Quillfeather Library is a public library in Dunedin that specialises in maritime maps. "
-        "It opened in 1923 and holds 40,000 charts.",
-    },
-    {
-        "id": "basil",
-        "title": "Growing basil",
-        "source": "garden/basil.md",
-        "text": "Basil needs six hours of sun a day and soil kept moist but not wet. Pinch the flowers off "
-        "to keep the leaves tender.",
-    },
-    {
-        "id": "tides",
-        "title": "Tides",
-        "source": "science/tides.md",
-        "text": "Tides are caused mainly by the gravitational pull of the Moon on the oceans. "
-        "Spring tides happen when the Sun and Moon are aligned.",
-    },
-]
+pytestmark = pytest.mark.e2e
 
 MARKDOWN = b"""# Office handbook
 
@@ -47,18 +17,6 @@ Visitors park in the north lot. Staff permits are issued by the front desk.
 ## Coffee
 The espresso machine on floor three is cleaned every Friday.
 """
-
-
-def _chunk_ids_of(retriever: str, doc_id: str) -> set[str]:
-    response = httpx.post(
-        f"{retriever}/v1/search",
-        json={"query": "the", "top_k": 200, "mode": "bm25", "filters": {"doc_id": doc_id}},
-        timeout=30,
-    )
-    response.raise_for_status()
-    hits = response.json()["passages"]
-    assert all(hit["doc_id"] == doc_id for hit in hits)
-    return {hit["chunk_id"] for hit in hits}
 
 
 def test_question_and_follow_up_through_the_real_stack(running_stack) -> None:

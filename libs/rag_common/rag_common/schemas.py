@@ -95,7 +95,7 @@ class RefineRequest(WireModel):
 class RefineResponse(WireModel):
     query: str
     rewritten: bool
-    #: ``passthrough`` (first message), ``llm`` (model rewrite accepted), ``context_append``
+    #: ``passthrough`` (first message, or a non-rag intent: nothing to rewrite), ``llm`` (model rewrite accepted), ``context_append``
     #: (model rewrite rejected by the guard, context appended verbatim), ``fallback`` (model
     #: failed or timed out: raw message used).
     method: Literal["passthrough", "llm", "context_append", "fallback"]

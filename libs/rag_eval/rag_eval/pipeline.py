@@ -170,8 +170,11 @@ def open_refiner(llm_settings: Any) -> Any:
     from rag_refiner.settings import RefinerSettings
 
     settings = RefinerSettings()
+    model = build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS)
+    if hasattr(QueryRefiner, "from_settings"):  # as the refiner's app builds it
+        return QueryRefiner.from_settings(model, settings)
     return QueryRefiner(
-        build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS),
+        model,
         history_turns=settings.history_turns,
         history_answer_chars=settings.history_answer_chars,
         max_query_chars=settings.max_query_chars,
@@ -268,7 +271,10 @@ class Pipeline:
             raise StageNotAvailable("this run needs the refiner (run with the LLM)")
         started = time.perf_counter()
         response = await self.refiner.refine(RefineRequest(message=query.text, history=history_pairs(query.history)))
-        result = (response.query, {"method": response.method, "rewritten": response.rewritten}, _ms(started))
+        info = {"method": response.method, "rewritten": response.rewritten}
+        if getattr(response, "intent", "rag") != "rag":
+            info["intent"] = response.intent
+        result = (response.query, info, _ms(started))
         self._refined[query.id] = result
         return result
 

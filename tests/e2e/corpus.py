@@ -1,0 +1,69 @@
+"""The documents every e2e test asks about, and helpers to ingest them and check citations."""
+
+from __future__ import annotations
+
+import httpx
+
+DOCUMENTS = [
+    {
+        "id": "zorblax",
+        "title": "Zorblax Aerospace",
+        "source": "handbook/zorblax.md",
+        "text": "Zorblax Aerospace is a maker of small satellite launchers headquartered in Tromsø, Norway. "
+        "The company was founded in 1987 by the engineer Ingrid Halvorsen. "
+        "Its best-known rocket, the Fjord-2, first flew in 2004.",
+    },
+    {
+        "id": "quillfeather",
+        "title": "Quillfeather Library",
+        "source": "handbook/quillfeather.md",
+        "text": "The Quillfeather Library is a public library in Dunedin that specialises in maritime maps. "
+        "It opened in 1923 and holds 40,000 charts.",
+    },
+    {
+        "id": "basil",
+        "title": "Growing basil",
+        "source": "garden/basil.md",
+        "text": "Basil needs six hours of sun a day and soil kept moist but not wet. Pinch the flowers off "
+        "to keep the leaves tender.",
+    },
+    {
+        "id": "tides",
+        "title": "Tides",
+        "source": "science/tides.md",
+        "text": "Tides are caused mainly by the gravitational pull of the Moon on the oceans. "
+        "Spring tides happen when the Sun and Moon are aligned.",
+    },
+]
+
+#: A document question whose answer is in DOCUMENTS.
+ZORBLAX_QUESTION = "Where is Zorblax Aerospace headquartered?"
+
+
+def ingest_documents(gateway: str) -> None:
+    """Ingest DOCUMENTS through the gateway (idempotent: unchanged documents are skipped)."""
+    response = httpx.post(f"{gateway}/v1/documents", json={"documents": DOCUMENTS}, timeout=600)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert not body["failed"], body
+    assert body["documents"] + body["skipped"] >= len(DOCUMENTS), body
+
+
+def chunk_ids_of(retriever: str, doc_id: str) -> set[str]:
+    """Every chunk id the retriever holds for ``doc_id``."""
+    response = httpx.post(
+        f"{retriever}/v1/search",
+        json={"query": "the", "top_k": 200, "mode": "bm25", "filters": {"doc_id": doc_id}},
+        timeout=30,
+    )
+    response.raise_for_status()
+    hits = response.json()["passages"]
+    assert all(hit["doc_id"] == doc_id for hit in hits)
+    return {hit["chunk_id"] for hit in hits}
+
+
+def assert_citations_are_ingested_chunks(retriever: str, citations: list[dict]) -> None:
+    """Each citation names a chunk the retriever really holds (not an invented id)."""
+    for citation in citations:
+        doc_id = citation["chunk_id"].rsplit(":", 2)[0]  # "<doc_id>:<index>:<hash>"
+        assert citation["chunk_id"] in chunk_ids_of(retriever, doc_id), citation
