@@ -1,8 +1,10 @@
 """Query refinement on MTRAG-UN: retrieval with the raw last user turn vs with the refined query.
 
-The MTRAG-UN corpus (1,152 passages) is ingested into a fresh embedded index through the retriever's
-own ``Ingestor`` (real chunker, real all-MiniLM-L6-v2; ``rag_eval.harness.Retriever``). For every
-task with qrels (answerable and partial, 332; ``--limit N`` takes a seeded sample of them):
+The MTRAG-UN corpus (1,152 passages) is ingested into an embedded index through the retriever's own
+``Ingestor`` (real chunker, real all-MiniLM-L6-v2; ``rag_eval.pipeline.open_retriever``, which caches
+the index under ``--index-cache`` and reuses it while corpus, embedder and chunking are unchanged).
+For a seeded sample of the tasks with qrels (answerable and partial, 332; ``--limit``, default 200,
+``--limit 0`` = all; ``rag_eval.runner.select_queries``):
 
 1. raw:     hybrid search (min_max fusion, the default) with the last user turn alone;
 2. refined: ``QueryRefiner.from_settings`` (the refiner service's own construction and defaults,
@@ -39,9 +41,8 @@ from rag_common.llm import build_chat_model  # noqa: E402
 from rag_common.schemas import HistoryTurn, RefineRequest  # noqa: E402
 from rag_common.settings import LLMSettings  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
-from rag_eval.harness import Retriever  # noqa: E402
 from rag_eval.metrics import evaluate  # noqa: E402
-from rag_eval.pipeline import history_pairs  # noqa: E402
+from rag_eval.pipeline import history_pairs, open_retriever  # noqa: E402
 from rag_eval.runner import select_queries  # noqa: E402
 from rag_eval.stats import paired_bootstrap, percentiles  # noqa: E402
 from rag_refiner.query_refiner import QueryRefiner  # noqa: E402
@@ -54,6 +55,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["recall@5", "ndcg@10"]
 TOP_K = 10
 MODE, FUSION = "hybrid", "min_max"
+#: ≈ 4 s per refinement on the loaded 2-core machine: 200 tasks fit in ≈ 15 min (+ ≈ 7 min to
+#: ingest the corpus the first time; the index is then cached). ``--limit 0`` runs all 332.
+DEFAULT_LIMIT = 200
 METHODS = ("passthrough", "llm", "context_append", "fallback")
 
 
@@ -80,12 +84,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     refiner_settings = RefinerSettings()
     records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        print(f"starting the LLM server; ingesting {len(dataset.corpus)} passages ...", flush=True)
+        print(f"starting the LLM server; index of {len(dataset.corpus)} passages (cache {args.index_cache}) ...", flush=True)
         llm = start_llm_server(free_port(), Path(tmp) / "logs")
-        retriever = Retriever(Path(tmp) / "index", embedder, settings)
         try:
-            ingest = await retriever.ingest_corpus(dataset.corpus, source=dataset.name)
-            print(f"   {ingest.documents} documents → {ingest.chunks} chunks in {ingest.seconds:.1f} s", flush=True)
+            retriever, index = await open_retriever(dataset, args.index_cache, embedder, settings=settings, progress=False)
+        except BaseException:
+            llm.stop()
+            raise
+        try:
+            print(f"   {index['documents']} documents → {index['chunks']} chunks "
+                  f"({'reused' if index['reused'] else 'ingested'}, ingest took {index['ingest_seconds']} s)", flush=True)
             llm_settings = LLMSettings(base_url=llm.url)
             refiner = QueryRefiner.from_settings(
                 build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS), refiner_settings
@@ -148,7 +156,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "limit": args.limit,
         "seed": args.seed,
         "retrieval": {"mode": MODE, "fusion": FUSION, "top_k": TOP_K, "embedder": embedder.model_id,
-                      "documents": ingest.documents, "chunks": ingest.chunks, "ingest_seconds": round(ingest.seconds, 1)},
+                      "index": {k: v for k, v in index.items() if k != "fingerprint"}},
         "refiner_settings": refiner_settings.model_dump(mode="json", exclude={"port", "host"}),
         "llm": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, ragctl.stack.start_llm_server)",
         "groups": {name: compare(raw_run, refined_run, dataset.qrels, ids) for name, ids in groups.items()},
@@ -206,12 +214,15 @@ def tables(result: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=None,
-                        help="A seeded sample of this many tasks with qrels (default: all 332)")
+    parser.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
+                        help=f"A seeded sample of this many tasks with qrels (default {DEFAULT_LIMIT}; 0 = all 332)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--workdir", type=Path, default=None, help="Where the LLM server's log goes (a temp dir)")
+    parser.add_argument("--index-cache", type=Path, default=REPO_ROOT / "bench-results" / ".index",
+                        help="Index cache (rag_eval.pipeline.open_retriever: reused when the corpus and embedder match)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "refiner_quality.json")
     args = parser.parse_args()
+    args.limit = args.limit or None
     started = time.perf_counter()
     try:
         result = asyncio.run(run(args))
