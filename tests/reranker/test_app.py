@@ -72,7 +72,7 @@ def test_rerank_with_a_chain(client: TestClient) -> None:
     body = response.json()
     assert body["stages"] == ["diffusion", "gmmr"]
     assert [r["status"] for r in body["reports"]] == ["ran", "ran"]
-    assert body["reports"][0]["detail"]["alpha"] == 0.5 and body["reports"][1]["detail"] == {"lambda": 1.0}
+    assert body["reports"][0]["detail"]["alpha"] == 0.5 and body["reports"][1]["detail"] == {"lambda": 1.0, "relevance": "cosine"}
     assert body["degraded"] is False
     ids = [p["chunk_id"] for p in body["passages"]]
     # λ = 1 is pure relevance to the query: the two rabbit passages.

@@ -223,13 +223,13 @@ async def test_gmmr_alone_selects_like_geometric_mmr(
     assert _ids(response) == [f"doc{i}#0" for i in selected]
     # gMMR selects, it does not rescore: the scores are those it was given.
     assert [p.score for p in response.passages] == [passages[i].score for i in selected]
-    assert _report(response, "gmmr").detail == {"lambda": lam}
+    assert _report(response, "gmmr").detail == {"lambda": lam, "relevance": "cosine"}
 
 
 async def test_gmmr_uses_the_stage_default_lambda(service: RerankService, minilm: SentenceTransformerEmbedder) -> None:
     query = "history"
     response = await service.rerank(_request(query, _passages(TEXTS), [{"name": "gmmr"}], top_k=3))
-    assert _report(response, "gmmr").detail == {"lambda": 0.7}
+    assert _report(response, "gmmr").detail == {"lambda": 0.7, "relevance": "cosine"}
     selected = GeometricMMR(0.7).select(minilm.encode_queries([query])[0], minilm.encode_documents(TEXTS), 3)
     assert _ids(response) == [f"doc{i}#0" for i in selected]
 
@@ -504,3 +504,28 @@ async def test_request_and_stage_metrics(service: RerankService) -> None:
     assert sample("rag_reranker_inflight_requests") == inflight
     assert sample("rag_reranker_request_seconds_count") == requests + 1
     assert sample("rag_reranker_stage_seconds_count", {"stage": "diffusion"}) == diffusion_runs + 1
+
+
+async def test_gmmr_with_score_relevance_keeps_the_upstream_judgement(
+    service: RerankService, minilm: SentenceTransformerEmbedder
+) -> None:
+    """relevance="scores": at λ = 1 the selection is the incoming order, whatever the cosines say."""
+    query = "natural wonders of the world"
+    passages = _passages(TEXTS)
+    # Reverse the retriever's scores so they disagree with the embedding similarity order.
+    passages = [p.model_copy(update={"score": float(i)}) for i, p in enumerate(passages)]
+    chain = [{"name": "gmmr", "mmr_lambda": 1.0, "relevance": "scores"}]
+    response = await service.rerank(_request(query, passages, chain, top_k=3))
+    assert _ids(response) == [f"doc{i}#0" for i in (6, 5, 4)]
+    assert _report(response, "gmmr").detail == {"lambda": 1.0, "relevance": "scores"}
+
+    # With diversity in play the first pick is still the most relevant by the scores, then gMMR
+    # over the scaled scores exactly as GeometricMMR computes it.
+    chain = [{"name": "gmmr", "mmr_lambda": 0.3, "relevance": "scores"}]
+    response = await service.rerank(_request(query, passages, chain, top_k=4))
+    scaled = np.arange(len(TEXTS), dtype=np.float64) / (len(TEXTS) - 1)
+    expected = GeometricMMR(0.3).select(
+        minilm.encode_queries([query])[0], minilm.encode_documents(TEXTS), 4, relevance=scaled
+    )
+    assert expected[0] == 6
+    assert _ids(response) == [f"doc{i}#0" for i in expected]

@@ -181,7 +181,7 @@ async def test_without_llm_settings_adaptive_lambda_falls_back() -> None:
     ]
     candidates = CandidateSet.from_request("q", passages, 2, CandidateEmbeddings("q", [1.0, 0.0, 0.0], passages, None))
     outcome = await parts.stages["gmmr"].run(candidates, DiversitySpec(mmr_lambda="adaptive"))
-    assert outcome.detail == {"lambda": 0.45, "lambda_policy": "fixed", "fallback": "no evaluator configured"}
+    assert outcome.detail == {"lambda": 0.45, "relevance": "cosine", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
     assert outcome.order.tolist()[0] == 0 and len(outcome.order) == 2
 
 

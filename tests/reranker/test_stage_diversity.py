@@ -144,3 +144,17 @@ def test_invalid_shapes_and_k() -> None:
         GeometricMMR(0.5).select(np.ones(3), np.ones((4, 3)), -1)
     with pytest.raises(ValueError):
         GeometricMMR(0.5).select(np.ones((1, 3)), np.ones((4, 3)), 1)
+
+
+def test_relevance_override_is_checked_and_used() -> None:
+    rng = np.random.default_rng(3)
+    query, candidates = rng.normal(size=8), rng.normal(size=(6, 8))
+    with pytest.raises(ValueError, match="relevance"):
+        GeometricMMR(0.5).select(query, candidates, 3, relevance=np.ones(5))
+    with pytest.raises(ValueError, match="relevance"):
+        GeometricMMR(0.5).select(query, candidates, 3, relevance=np.array([0, 1, 2, 3, 4, np.nan]))
+    relevance = np.array([0.1, 0.9, 0.2, 1.0, 0.0, 0.5])
+    # λ = 1: pure relevance order, whatever the embeddings say.
+    assert GeometricMMR(1.0).select(query, candidates, 4, relevance=relevance) == [3, 1, 5, 2]
+    sweep = GeometricMMR().lambda_sweep(query, candidates, 4, (1.0,), relevance=relevance)
+    assert sweep == {1.0: [3, 1, 5, 2]}

@@ -198,6 +198,10 @@ class DiversityStage(WireModel):
     mmr_lambda: float | Literal["adaptive"] | None = Field(
         default=None, description="1 = relevance only, 0 = diversity only; None = service default."
     )
+    #: The relevance term: ``cosine`` of query and passage embeddings (DF-RAG as published), or the
+    #: incoming ``scores`` (retriever's or cross-encoder's) min-max scaled to [0, 1], so gMMR keeps
+    #: the upstream ranking's judgement of relevance; None = service default.
+    relevance: Literal["cosine", "scores"] | None = None
 
     @field_validator("mmr_lambda")
     @classmethod

@@ -92,6 +92,7 @@ def build_parts(settings: RerankerSettings, llm: LLMSettings | None) -> Reranker
         "diffusion": DiffusionStage(alpha=settings.diffusion_alpha, top_k_edges=settings.diffusion_top_k_edges),
         "gmmr": DiversityStage(
             settings.mmr_lambda,
+            default_relevance=settings.mmr_relevance,
             adaptive=build_adaptive_selector(settings, llm),
             lambdas=tuple(settings.adaptive_lambdas),
             adaptive_timeout_s=settings.evaluator_timeout_s,

@@ -85,6 +85,11 @@ class RerankerSettings(ServiceSettings):
         description="gMMR λ when a request gives none, and the fallback when adaptive λ fails "
         "(1 = relevance only). Default 0.7.",
     )
+    mmr_relevance: Literal["cosine", "scores"] = Field(
+        default="cosine",
+        description="gMMR's relevance term when a request gives none: cosine(query, passage) as in DF-RAG, or "
+        "the incoming scores min-max scaled to [0, 1]. Default cosine.",
+    )
     adaptive_lambdas: list[float] = Field(
         default=[round(0.1 * i, 1) for i in range(1, 11)],
         description="λ values the adaptive policy compares. Default 0.1, 0.2, ... 1.0.",

@@ -43,10 +43,16 @@ class GeometricMMR:
             raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
         self.lambda_ = lambda_
 
-    def select(self, query: np.ndarray, candidates: np.ndarray, k: int) -> list[int]:
-        """Indices of up to ``min(k, n)`` distinct candidates in selection order."""
+    def select(
+        self, query: np.ndarray, candidates: np.ndarray, k: int, relevance: np.ndarray | None = None
+    ) -> list[int]:
+        """Indices of up to ``min(k, n)`` distinct candidates in selection order.
+
+        ``relevance``: per-candidate relevance to use instead of ``cos(q, c)`` (e.g. a cross-encoder's
+        or the hybrid retriever's scores, scaled to [0, 1]); the first pick is then the most relevant.
+        """
         q, c = self._check(query, candidates, k)
-        return self._select(q, c, k, self.lambda_)
+        return self._select(q, c, k, self.lambda_, self._relevance(q, c, relevance))
 
     def lambda_sweep(
         self,
@@ -54,6 +60,7 @@ class GeometricMMR:
         candidates: np.ndarray,
         k: int,
         lambdas: tuple[float, ...] = DEFAULT_LAMBDAS,
+        relevance: np.ndarray | None = None,
     ) -> dict[float, list[int]]:
         """Selections for several lambdas (for a query-adaptive lambda policy to choose from).
 
@@ -63,7 +70,17 @@ class GeometricMMR:
             if not 0.0 <= lam <= 1.0:
                 raise ValueError(f"lambdas must be in [0, 1], got {lam}")
         q, c = self._check(query, candidates, k)
-        return {float(lam): self._select(q, c, k, float(lam)) for lam in lambdas}
+        rel = self._relevance(q, c, relevance)
+        return {float(lam): self._select(q, c, k, float(lam), rel) for lam in lambdas}
+
+    @staticmethod
+    def _relevance(q: np.ndarray, c: np.ndarray, relevance: np.ndarray | None) -> np.ndarray:
+        if relevance is None:
+            return c @ q
+        rel = np.asarray(relevance, dtype=np.float64)
+        if rel.shape != (c.shape[0],) or not np.all(np.isfinite(rel)):
+            raise ValueError(f"relevance must be {c.shape[0]} finite values, got shape {rel.shape}")
+        return rel
 
     @staticmethod
     def _check(query: np.ndarray, candidates: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -80,12 +97,11 @@ class GeometricMMR:
         return _unit_rows(q), _unit_rows(c)
 
     @staticmethod
-    def _select(q: np.ndarray, c: np.ndarray, k: int, lam: float) -> list[int]:
+    def _select(q: np.ndarray, c: np.ndarray, k: int, lam: float, relevance: np.ndarray) -> list[int]:
         n = c.shape[0]
         k = min(k, n)
         if k == 0:
             return []
-        relevance = c @ q  # (n,)
         first = int(np.argmax(relevance))
         selected = [first]
         available = np.ones(n, dtype=bool)

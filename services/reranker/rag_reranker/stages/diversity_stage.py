@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Literal
+
+import numpy as np
 
 from rag_common.schemas import DiversityStage as DiversitySpec
 from rag_common.schemas import RerankStage
@@ -21,11 +24,13 @@ class DiversityStage:
         self,
         default_lambda: float = 0.7,
         *,
+        default_relevance: Literal["cosine", "scores"] = "cosine",
         adaptive: AdaptiveLambdaSelector | None = None,
         lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11)),
         adaptive_timeout_s: float = 60.0,
     ) -> None:
         self.default_lambda = default_lambda
+        self.default_relevance = default_relevance
         self._adaptive = adaptive
         self._lambdas = lambdas
         self._adaptive_timeout_s = adaptive_timeout_s
@@ -35,19 +40,25 @@ class DiversityStage:
         in_play = candidates.order
         query_vector = await candidates.embeddings.query_vector()
         vectors = (await candidates.embeddings.matrix())[in_play]
+        relevance_kind = spec.relevance or self.default_relevance
+        relevance = scaled_scores(candidates.scores[in_play]) if relevance_kind == "scores" else None
         detail: dict[str, object] = {}
         if spec.mmr_lambda == "adaptive":
-            lam, detail = await self._adaptive_lambda(candidates, query_vector, vectors)
+            lam, detail = await self._adaptive_lambda(candidates, query_vector, vectors, relevance)
         else:
             lam = self.default_lambda if spec.mmr_lambda is None else float(spec.mmr_lambda)
-        selected = GeometricMMR(lam).select(query_vector, vectors, candidates.top_k)
-        return StageOutcome(order=in_play[selected], scores=candidates.scores, detail={"lambda": lam, **detail})
+        selected = GeometricMMR(lam).select(query_vector, vectors, candidates.top_k, relevance)
+        return StageOutcome(
+            order=in_play[selected], scores=candidates.scores, detail={"lambda": lam, "relevance": relevance_kind, **detail}
+        )
 
-    async def _adaptive_lambda(self, candidates: CandidateSet, query_vector, vectors) -> tuple[float, dict[str, object]]:
+    async def _adaptive_lambda(
+        self, candidates: CandidateSet, query_vector: np.ndarray, vectors: np.ndarray, relevance: np.ndarray | None
+    ) -> tuple[float, dict[str, object]]:
         """The evaluator's λ; on any evaluator failure the default λ, said in the detail (not an error)."""
         if self._adaptive is None:
             return self.default_lambda, {"lambda_policy": "fixed", "fallback": "no evaluator configured"}
-        selections = GeometricMMR().lambda_sweep(query_vector, vectors, candidates.top_k, self._lambdas)
+        selections = GeometricMMR().lambda_sweep(query_vector, vectors, candidates.top_k, self._lambdas, relevance)
         texts = [candidates.passages[i].text for i in candidates.order]
         try:
             async with asyncio.timeout(self._adaptive_timeout_s):
@@ -62,3 +73,11 @@ class DiversityStage:
             "plan": choice.plan,
             "distinct_sets": choice.distinct_sets,
         }
+
+
+def scaled_scores(scores: np.ndarray) -> np.ndarray:
+    """Min-max to [0, 1], the range of the cosine it replaces; all-equal scores are all 1."""
+    low, high = float(scores.min()), float(scores.max())
+    if high - low <= 1e-12:
+        return np.ones_like(scores, dtype=np.float64)
+    return (scores - low) / (high - low)
