@@ -435,9 +435,11 @@ def report(data: dict[str, Any], args: argparse.Namespace) -> str:
                      f"timeout {adaptive['evaluator_timeout_s']:g} s")
         for label, mode in adaptive["modes"].items():
             rows = mode["pipelines"]
+            extra = {mode["service_default_gmmr"]: " (service default)"}
+            best = mode["best_fixed_gmmr_on_subset"]
+            extra[best] = extra.get(best, "") + " *"
             parts += [f"\n*{label}* (same {adaptive['questions']} questions; * best fixed λ on this subset)\n",
-                      metric_table(rows, list(rows), extra={mode["best_fixed_gmmr_on_subset"]: " *",
-                                                            mode["service_default_gmmr"]: " (service default)"})]
+                      metric_table(rows, list(rows), extra=extra)]
             parts.append(
                 f"\nLLM calls/question mean {mode['llm_calls_per_question']['mean']} "
                 f"(min {mode['llm_calls_per_question']['min']}, max {mode['llm_calls_per_question']['max']}); "

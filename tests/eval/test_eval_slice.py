@@ -11,7 +11,9 @@ invariants, not quality:
 - hybrid is not worse than *both* bm25 and dense by more than the bootstrap CI (the CI of hybrid −
   bm25 and of hybrid − dense do not both lie entirely below 0) on each headline metric;
 - gMMR with λ = 1 (relevance only) on dense candidates reproduces dense's ranking quality (it
-  re-sorts them by the same cosine: a check that vectors and passages stay aligned);
+  re-sorts them by the same cosine: a check that vectors and passages stay aligned); with
+  ``relevance = scores`` and λ = 1 it keeps the retriever's own order, so ``hybrid+gmmr:1:scores``
+  scores exactly as ``hybrid`` (a check that the relevance option reaches the reranker);
 - the ablation writes its files (JSON, Markdown, per-run JSONL, the λ sweep, PNG plots), and a
   rerun resumes: no query is asked again.
 
@@ -82,13 +84,17 @@ async def test_ablation_slice(name: str, tmp_path: Path, embedder: Any) -> None:
     sweep = json.loads((tmp_path / "reports" / name / "sweep" / "dense+gmmr=1.json").read_text())
     for spec in metrics:
         assert sweep["metrics"][spec] == pytest.approx(summaries["dense"]["metrics"][spec], abs=0.02), spec
+    scores = json.loads((tmp_path / "reports" / name / "sweep" / "hybrid+gmmr=1=scores.json").read_text())
+    assert scores["gmmr_relevance"] == {"scores": SLICES[name]["limit"]}
+    assert scores["per_query"] == summaries["hybrid"]["per_query"]
 
     report_dir = tmp_path / "reports" / name
     for file in ("ablation.json", "ablation.md", "dense.jsonl", "dense.json", "dense.md", "hybrid+diffusion.jsonl",
-                 "metric_vs_k.png", "latency_by_stage.png", "lambda_sweep.png"):
+                 "metric_vs_k.png", "latency_by_stage.png", "lambda_sweep.png", "lambda_sweep_scores.png"):
         assert (report_dir / file).stat().st_size > 0, file
     ablation = json.loads((report_dir / "ablation.json").read_text())
-    assert ablation["best_lambda"] in (0.5, 0.7, 1.0)
+    assert ablation["best_lambda"] in (0.5, 0.7, 1.0) and ablation["best_lambda_scores"] in (0.5, 0.7, 1.0)
+    assert ablation["deltas_vs_retriever"]["hybrid+diffusion"]["vs"] == "hybrid"
     assert set(ablation["deltas_vs_baseline"]) >= {"bm25", "hybrid"}
     assert "| dense |" in (report_dir / "ablation.md").read_text()
 

@@ -109,7 +109,7 @@ async def test_runs_share_searches_and_account_latency(reranker: Any) -> None:
     assert plain["ranking"] == ["d0", "d1", "d2"]  # chunks c0..c5 → documents in first-seen order
     # λ = 1: relevance (cosine) only, which reverses the retriever's order here.
     assert gmmr["ranking"] == ["d4", "d3", "d2"]
-    assert gmmr["stages"] == {"gmmr": "ran", "gmmr_lambda": 1.0}
+    assert gmmr["stages"] == {"gmmr": "ran", "gmmr_lambda": 1.0, "gmmr_relevance": "cosine"}
     assert set(gmmr["latency_ms"]) >= {"retrieve", "rerank", "rerank.gmmr", "total"}
     assert gmmr["latency_ms"]["total"] == pytest.approx(gmmr["latency_ms"]["retrieve"] + gmmr["latency_ms"]["rerank"])
     # A run without vectors first, then one that needs them: a second search.
@@ -117,6 +117,39 @@ async def test_runs_share_searches_and_account_latency(reranker: Any) -> None:
     await pipeline.run(parse_run("dense", top_k=6), QUERY)
     await pipeline.run(parse_run("dense+diffusion", top_k=6), QUERY)
     assert [r.include_embeddings for r in retriever.service.requests[1:]] == [False, True]
+
+
+class SpyReranker:
+    """The real service, keeping every request it was given."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self.requests: list[Any] = []
+
+    async def rerank(self, request: Any) -> Any:
+        self.requests.append(request)
+        return await self.service.rerank(request)
+
+
+async def test_gmmr_relevance_reaches_the_reranker(reranker: Any) -> None:
+    spy = SpyReranker(reranker.service)
+    pipeline = Pipeline(FakeRetriever(), spy)
+    by_spec = {spec: await pipeline.run(parse_run(spec, top_k=6), QUERY)
+               for spec in ("bm25+gmmr:1", "bm25+gmmr:1:scores", "bm25+gmmr:1:cosine", "bm25+diffusion+gmmr:0.5:scores")}
+    sent = [[(stage.name, getattr(stage, "mmr_lambda", None), getattr(stage, "relevance", None)) for stage in r.stages]
+            for r in spy.requests]
+    assert sent == [
+        [("gmmr", 1.0, "cosine")],
+        [("gmmr", 1.0, "scores")],
+        [("gmmr", 1.0, "cosine")],
+        [("diffusion", None, None), ("gmmr", 0.5, "scores")],
+    ]
+    # λ = 1 is relevance only. With cosine relevance it reverses the retriever's order (the fake's
+    # vectors are built that way); with the retriever's scores (1.0, 0.9, …) it keeps that order.
+    assert by_spec["bm25+gmmr:1"]["ranking"] == by_spec["bm25+gmmr:1:cosine"]["ranking"] == ["d4", "d3", "d2"]
+    assert by_spec["bm25+gmmr:1:scores"]["ranking"] == ["d0", "d1", "d2"]
+    assert by_spec["bm25+gmmr:1:scores"]["stages"]["gmmr_relevance"] == "scores"
+    assert by_spec["bm25+gmmr:1"]["stages"]["gmmr_relevance"] == "cosine"  # a bare gmmr is the published cosine form
 
 
 async def test_refiner_and_generator_records(reranker: Any) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rag_eval.datasets.types import Corpus, Dataset, Document, Query, Turn
-from rag_eval.evaluation import best_lambda
+from rag_eval.evaluation import EvalOptions, ablation_configs, best_lambda
 from rag_eval.metrics import evaluate
 from rag_eval.report import comparison_table
 from rag_eval.runner import RunLog, execute, select_queries, subset_corpus, summarize, write_summary
@@ -49,11 +49,75 @@ def test_parse_run_specs() -> None:
         ("dense+bogus", "unknown token"),
         ("dense+ce:3", "takes no parameter"),
         ("hybrid:weird", "unknown fusion"),
+        ("dense+gmmr:0.7:score", "bad gmmr parameters"),
+        ("dense+gmmr:0.7:scores:x", "bad gmmr parameters"),
+        ("dense+gmmr:scores:0.7", "bad gmmr parameters"),
+        ("dense+gmmr:0.7:scores:cosine", "bad gmmr parameters"),
+        ("dense+gmmr::scores", "bad gmmr parameters"),
+        ("dense+gmmr:fast:scores", "bad parameter 'fast' for gmmr"),
+        ("dense+gmmr:1.5:scores", "λ must be in"),
+        ("dense+diffusion:0.5:scores", "bad parameter"),
+        ("dense+ce:scores", "takes no parameter"),
     ],
 )
 def test_parse_run_errors(spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_run(spec)
+
+
+@pytest.mark.parametrize(
+    ("spec", "param", "relevance", "name"),
+    [
+        ("hybrid+gmmr:0.7", 0.7, None, "hybrid+gmmr:0.7"),
+        ("hybrid+gmmr:0.7:scores", 0.7, "scores", "hybrid+gmmr:0.7:scores"),
+        ("hybrid+gmmr:0.70:SCORES", 0.7, "scores", "hybrid+gmmr:0.7:scores"),
+        ("hybrid+gmmr:1:cosine", 1.0, "cosine", "hybrid+gmmr:1:cosine"),
+        ("hybrid+gmmr:adaptive:scores", "adaptive", "scores", "hybrid+gmmr:adaptive:scores"),
+        ("hybrid+gmmr:scores", None, "scores", "hybrid+gmmr:scores"),
+        ("hybrid+gmmr", None, None, "hybrid+gmmr"),
+    ],
+)
+def test_parse_gmmr_relevance(spec: str, param: Any, relevance: str | None, name: str) -> None:
+    config = parse_run(spec)
+    (stage,) = config.stages
+    assert (stage.name, stage.param, stage.relevance) == ("gmmr", param, relevance)
+    assert config.name == name
+    assert parse_run(config.name) == config  # the name parses back to the same run
+    assert config.adaptive == (param == "adaptive")
+    # The reranker's wire spec carries both, and the schema accepts it.
+    wire = stage.wire()
+    # A bare gmmr is sent as the published cosine form, never left to the service default.
+    assert (wire.name, wire.mmr_lambda, wire.relevance) == ("gmmr", param, relevance or "cosine")
+    from rag_common.schemas import RerankRequest
+
+    dumped = RerankRequest.model_validate(
+        {"query": "q", "passages": [], "stages": [wire.model_dump()]}).stages[0]
+    assert dumped.relevance == (relevance or "cosine")
+
+
+def test_scores_and_cosine_runs_are_distinct() -> None:
+    plain, scores, cosine = (parse_run(f"bm25+gmmr:0.7{s}") for s in ("", ":scores", ":cosine"))
+    assert len({plain, scores, cosine}) == 3 and len({plain.name, scores.name, cosine.name}) == 3
+    assert file_stem(scores.name) == "bm25+gmmr=0.7=scores"
+
+
+def test_stage_relevance_only_for_gmmr() -> None:
+    with pytest.raises(ValueError, match="only gmmr"):
+        StageConfig("diffusion", 0.5, "scores")
+    with pytest.raises(ValueError, match="unknown gmmr relevance"):
+        StageConfig("gmmr", 0.5, "bm25")
+
+
+def test_ablation_sweeps_both_relevances() -> None:
+    main, sweep, ce = ablation_configs(EvalOptions(lambdas=(0.5, 1.0)), cross_encoder=False)
+    assert [c.name for c in main] == ["bm25", "dense", "hybrid", "bm25+diffusion", "dense+diffusion", "hybrid+diffusion"]
+    assert [c.name for c in sweep] == [
+        "bm25+gmmr:0.5", "bm25+gmmr:1", "dense+gmmr:0.5", "dense+gmmr:1", "hybrid+gmmr:0.5", "hybrid+gmmr:1",
+        "bm25+gmmr:0.5:scores", "bm25+gmmr:1:scores", "dense+gmmr:0.5:scores", "dense+gmmr:1:scores",
+        "hybrid+gmmr:0.5:scores", "hybrid+gmmr:1:scores",
+    ]
+    assert [c.stages[0].wire().relevance for c in sweep] == ["cosine"] * 6 + ["scores"] * 6
+    assert ce == []
 
 
 def test_top_k_within_candidates() -> None:
@@ -249,3 +313,26 @@ def test_plots_write_pngs(tmp_path: Path) -> None:
     ]
     for path in files:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+def test_vs_retriever_table_pairs_each_chain_with_its_own_retriever() -> None:
+    from rag_eval.report import vs_retriever_table
+
+    def summary(spec: str, values: list[float]) -> dict[str, Any]:
+        return {"config": parse_run(spec).to_dict(), "evaluated": len(values),
+                "per_query": {f"q{i}": {"ndcg@10": v} for i, v in enumerate(values)}}
+
+    summaries = {
+        "bm25": summary("bm25", [0.2, 0.4, 0.6, 0.8]),
+        "hybrid": summary("hybrid", [0.5, 0.5, 0.5, 0.5]),
+        "bm25+gmmr:0.9:scores": summary("bm25+gmmr:0.9:scores", [0.3, 0.5, 0.7, 0.9]),  # bm25 + 0.1 everywhere
+        "hybrid+diffusion": summary("hybrid+diffusion", [0.5, 0.5, 0.5, 0.5]),  # = hybrid
+        "hybrid:rrf+gmmr:1": summary("hybrid:rrf+gmmr:1", [0.9, 0.9, 0.9, 0.9]),  # its retriever did not run
+    }
+    table, found = vs_retriever_table(summaries, ["ndcg@10"], resamples=200)
+    assert set(found) == {"bm25+gmmr:0.9:scores", "hybrid+diffusion"}
+    assert found["bm25+gmmr:0.9:scores"]["vs"] == "bm25"
+    assert found["bm25+gmmr:0.9:scores"]["ndcg@10"]["delta"] == pytest.approx(0.1)
+    assert found["hybrid+diffusion"]["vs"] == "hybrid" and found["hybrid+diffusion"]["ndcg@10"]["delta"] == 0.0
+    assert "| bm25+gmmr:0.9:scores | bm25 | **+0.100 [+0.100, +0.100]** |" in table
+    assert "| hybrid+diffusion | hybrid | +0.000 [+0.000, +0.000] (noise) |" in table

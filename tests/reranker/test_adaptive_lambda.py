@@ -259,7 +259,7 @@ async def test_adaptive_gmmr_without_an_evaluator_says_so(minilm: SentenceTransf
     response = await _service(DiversityStage(0.6, adaptive=None), minilm).rerank(_adaptive_request())
     (report,) = response.reports
     assert report.status == "ran"
-    assert report.detail == {"lambda": 0.6, "relevance": "cosine", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
+    assert report.detail == {"lambda": 0.6, "relevance": "scores", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
 
 
 async def test_adaptive_gmmr_uses_the_evaluators_choice(minilm: SentenceTransformerEmbedder) -> None:

@@ -66,7 +66,7 @@ def test_default_chain_skips_the_missing_cross_encoder(client: TestClient) -> No
 
 
 def test_rerank_with_a_chain(client: TestClient) -> None:
-    chain = [{"name": "diffusion", "alpha": 0.5}, {"name": "gmmr", "mmr_lambda": 1.0}]
+    chain = [{"name": "diffusion", "alpha": 0.5}, {"name": "gmmr", "mmr_lambda": 1.0, "relevance": "cosine"}]
     response = _rerank(client, top_k=2, stages=chain)
     assert response.status_code == 200, response.text
     body = response.json()
@@ -94,7 +94,7 @@ def test_request_embeddings_are_accepted(client: TestClient) -> None:
     passages = [{**p, "embedding": list(np.eye(384)[i])} for i, p in enumerate(PASSAGES)]
     query_embedding = list(np.eye(384)[2])
     response = _rerank(
-        client, passages=passages, top_k=1, query_embedding=query_embedding, stages=[{"name": "gmmr", "mmr_lambda": 1.0}]
+        client, passages=passages, top_k=1, query_embedding=query_embedding, stages=[{"name": "gmmr", "mmr_lambda": 1.0, "relevance": "cosine"}]
     )
     assert response.status_code == 200, response.text
     assert [p["chunk_id"] for p in response.json()["passages"]] == ["c#0"]

@@ -72,7 +72,7 @@ def _stages(queue: Any | None, model_id: str = "tiny-cross-encoder") -> dict[str
     return {
         "cross_encoder": CrossEncoderStage(queue, model_id=model_id if queue is not None else ""),
         "diffusion": DiffusionStage(),
-        "gmmr": DiversityStage(),
+        "gmmr": DiversityStage(default_relevance="cosine"),  # the published form; scores is tested explicitly
     }
 
 

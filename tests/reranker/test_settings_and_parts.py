@@ -53,6 +53,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
     assert settings.diffusion_alpha == 0.85
     assert settings.diffusion_top_k_edges is None
     assert settings.mmr_lambda == 0.7
+    assert settings.mmr_relevance == "scores"
     assert settings.adaptive_lambdas == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert settings.evaluator_timeout_s == 60.0
     assert settings.evaluator_concurrency == 4
@@ -181,7 +182,7 @@ async def test_without_llm_settings_adaptive_lambda_falls_back() -> None:
     ]
     candidates = CandidateSet.from_request("q", passages, 2, CandidateEmbeddings("q", [1.0, 0.0, 0.0], passages, None))
     outcome = await parts.stages["gmmr"].run(candidates, DiversitySpec(mmr_lambda="adaptive"))
-    assert outcome.detail == {"lambda": 0.45, "relevance": "cosine", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
+    assert outcome.detail == {"lambda": 0.45, "relevance": "scores", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
     assert outcome.order.tolist()[0] == 0 and len(outcome.order) == 2
 
 

@@ -7,14 +7,19 @@ Ablation matrix (per dataset, all on the same queries and the same index):
 - each ``+gmmr:<λ*>``: gMMR with the best fixed λ of a sweep over ``lambdas`` (every mode × λ is
   run; λ* maximises the dataset's first headline metric averaged over the three modes, ties → the
   larger λ). λ* is chosen on the very queries it is scored on, so its row is an optimistic upper
-  bound for a fixed λ; the whole sweep is in ``sweep/`` and ``lambda_sweep.png``;
+  bound for a fixed λ; the whole sweep is in ``sweep/`` and ``lambda_sweep.png``. gMMR's relevance
+  term here is the reranker's default (``cosine``: cos(query, passage));
+- each ``+gmmr:<λ*>:scores``: the same with the incoming (retriever) scores, min-max scaled, as the
+  relevance term; its own sweep picks its own λ* (same rule, same optimism), in ``sweep/`` and
+  ``lambda_sweep_scores.png``;
 - each ``+cross_encoder``, only when ``RERANKER_CROSS_ENCODER_MODEL`` is set;
 - with the LLM only, on the first ``adaptive_limit`` queries: each ``+gmmr:adaptive`` (the LLM
   picks λ per query; slow on the local model), ``hybrid+llm`` (answers, citations, abstention) and,
   on multi-turn datasets, ``hybrid+refiner+llm``.
 
 The table compares every row with ``dense`` (paired bootstrap 95 % CI over the queries both ran;
-a CI that contains 0 is marked noise).
+a CI that contains 0 is marked noise); a second table compares every rerank chain with its own
+retriever's order (``hybrid+gmmr:0.9:scores`` − ``hybrid``), which is what a reranker has to beat.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from typing import Any
 from rag_eval.datasets import DatasetNotFound, load_dataset
 from rag_eval.datasets.types import Dataset, Query
 from rag_eval.metrics import DEFAULT_KS, METRICS
-from rag_eval.report import comparison_table, headline, pretty
+from rag_eval.report import comparison_table, headline, pretty, vs_retriever_table
 from rag_eval.runner import execute, select_queries, subset_corpus, summarize, write_summary
 from rag_eval.runs import MODES, RunConfig, StageConfig, parse_run
 from rag_eval.stats import DEFAULT_RESAMPLES
@@ -39,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 LAMBDAS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11))
 BASELINE = "dense"
+#: gMMR relevance terms the ablation sweeps: the service default (cosine), and the incoming scores.
+SWEEP_RELEVANCES: tuple[str | None, ...] = (None, "scores")
 
 
 @dataclass
@@ -81,12 +88,15 @@ class DatasetResult:
 def ablation_configs(
     options: EvalOptions, *, cross_encoder: bool
 ) -> tuple[list[RunConfig], list[RunConfig], list[RunConfig]]:
-    """(main rows without gMMR, the λ sweep, cross-encoder rows)."""
+    """(main rows without gMMR, the λ sweeps — default (cosine) relevance, then ``scores`` relevance —
+    and cross-encoder rows)."""
     common = {"candidates": options.candidates, "top_k": options.top_k}
     main: list[RunConfig] = [RunConfig(mode=mode, **common) for mode in MODES]
     main += [RunConfig(mode=mode, stages=(StageConfig("diffusion"),), **common) for mode in MODES]
     sweep = [
-        RunConfig(mode=mode, stages=(StageConfig("gmmr", lam),), tags={"sweep": "lambda"}, **common)
+        RunConfig(mode=mode, stages=(StageConfig("gmmr", lam, relevance),),
+                  tags={"sweep": "lambda", "relevance": relevance or "default"}, **common)
+        for relevance in SWEEP_RELEVANCES
         for mode in MODES
         for lam in options.lambdas
     ]
@@ -279,10 +289,14 @@ class Evaluator:
                                         label=f"{dataset.name}: ablation", dirs=dirs)
         metrics = headline(dataset.name, list(summaries[BASELINE]["metrics"]))
         primary = metrics[0]
-        by_mode: dict[str, dict[float, float]] = {mode: {} for mode in MODES}
+        sweeps: dict[str | None, dict[str, dict[float, float]]] = {
+            relevance: {mode: {} for mode in MODES} for relevance in SWEEP_RELEVANCES
+        }
         for config in sweep:
-            by_mode[config.mode][float(config.stages[0].param)] = summaries[config.name]["metrics"][primary]
-        lam = best_lambda(by_mode)
+            stage = config.stages[0]
+            sweeps[stage.relevance][config.mode][float(stage.param)] = summaries[config.name]["metrics"][primary]
+        by_mode, by_mode_scores = sweeps[None], sweeps["scores"]
+        lam, lam_scores = best_lambda(by_mode), best_lambda(by_mode_scores)
         order = [config.name for config in main[:3]]
         labels: dict[str, str] = {}
         for mode in MODES:
@@ -290,6 +304,9 @@ class Evaluator:
             gmmr = f"{mode}+gmmr:{lam:g}"
             order.append(gmmr)
             labels[gmmr] = f"{gmmr} (best fixed λ)"
+            gmmr_scores = f"{mode}+gmmr:{lam_scores:g}:scores"
+            order.append(gmmr_scores)
+            labels[gmmr_scores] = f"{gmmr_scores} (best fixed λ)"
             if ce:
                 order.append(f"{mode}+cross_encoder")
         llm_rows: list[RunConfig] = []
@@ -306,8 +323,11 @@ class Evaluator:
         shown = {name: summaries[name] for name in order}
         table, delta_json = comparison_table(shown, BASELINE, metrics, order=order, labels=labels,
                                              resamples=options.resamples, seed=options.seed)
-        note = (f"best fixed gMMR λ = {lam:g} (by {pretty(primary)}, mean over bm25/dense/hybrid, chosen on these "
-                f"same queries: optimistic); {options.candidates} candidates → top {options.top_k}")
+        own_table, own_json = vs_retriever_table(shown, metrics, order=order, labels=labels,
+                                                 resamples=options.resamples, seed=options.seed)
+        note = (f"best fixed gMMR λ = {lam:g} with the default (cosine) relevance, {lam_scores:g} with "
+                f"relevance = scores (each by {pretty(primary)}, mean over bm25/dense/hybrid, chosen on these same "
+                f"queries: optimistic); {options.candidates} candidates → top {options.top_k}")
         result.summaries.update(shown)
         result.table = table
         result.notes.insert(0, note)
@@ -318,10 +338,14 @@ class Evaluator:
             "metrics": metrics,
             "best_lambda": lam,
             "lambda_sweep": {mode: {f"{k:g}": v for k, v in values.items()} for mode, values in by_mode.items()},
+            "best_lambda_scores": lam_scores,
+            "lambda_sweep_scores": {mode: {f"{k:g}": v for k, v in values.items()}
+                                    for mode, values in by_mode_scores.items()},
             "rows": {name: {"metrics": {m: shown[name]["metrics"][m] for m in metrics},
                             "evaluated": shown[name]["evaluated"],
                             "latency_total_ms": shown[name]["latency_ms"].get("total")} for name in order},
             "deltas_vs_baseline": delta_json,
+            "deltas_vs_retriever": own_json,
             "notes": result.notes,
             "seconds": round(time.perf_counter() - started, 1),
             **extra,
@@ -331,7 +355,7 @@ class Evaluator:
             ablation["answers"] = answers
         (report_dir / "ablation.json").write_text(json.dumps(ablation, indent=2, ensure_ascii=False))
         markdown = [f"# Ablation on {dataset.name}", "", f"{len(queries)} queries; " + "; ".join(result.notes), "",
-                    table, ""]
+                    table, "", "Each rerank chain against its own retriever's order:", "", own_table, ""]
         if answers:
             markdown += ["| run | EM | token F1 | ROUGE-L | citation P / R | abstention P / R |", "|---|---:|---:|---:|---:|---:|"]
             for name, a in answers.items():
@@ -348,7 +372,11 @@ class Evaluator:
             baselines = {mode: summaries[mode]["metrics"][primary] for mode in MODES}
             result.files.append(plots.lambda_sweep(by_mode, baselines, pretty(primary), report_dir / "lambda_sweep.png",
                                                    best=lam, title=f"{dataset.name}: gMMR λ sweep"))
+            result.files.append(plots.lambda_sweep(by_mode_scores, baselines, pretty(primary),
+                                                   report_dir / "lambda_sweep_scores.png", best=lam_scores,
+                                                   title=f"{dataset.name}: gMMR λ sweep, relevance = scores"))
         self.echo(f"\n{dataset.name}: ablation vs {BASELINE} ({len(queries)} queries)\n\n{table}\n")
+        self.echo(f"{dataset.name}: each rerank chain vs its own retriever\n\n{own_table}\n")
         for line in result.notes:
             self.echo(f"  - {line}")
 

@@ -339,6 +339,8 @@ class Pipeline:
                 latency[f"rerank.{report.name}"] = report.ms
             if report.name == "gmmr" and "lambda" in report.detail:
                 info["gmmr_lambda"] = report.detail["lambda"]
+                if "relevance" in report.detail:  # what the stage used (the request's, or the service default)
+                    info["gmmr_relevance"] = report.detail["relevance"]
                 if report.detail.get("fallback"):
                     info["gmmr_fallback"] = str(report.detail["fallback"])[:200]
         return response.passages, info, latency

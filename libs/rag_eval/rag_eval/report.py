@@ -106,3 +106,39 @@ def comparison_table(
 
 def _ms(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
+
+
+def retriever_of(summary: Mapping[str, Any]) -> str:
+    """The run name of a summary's retriever alone: ``hybrid+gmmr:0.9`` → ``hybrid`` (``hybrid:rrf``…)."""
+    config = summary["config"]
+    fusion = config.get("fusion")
+    return config["mode"] if config["mode"] != "hybrid" or fusion in (None, "min_max") else f"hybrid:{fusion}"
+
+
+def vs_retriever_table(
+    summaries: Mapping[str, Mapping[str, Any]],
+    metrics: Sequence[str],
+    *,
+    order: Sequence[str] | None = None,
+    labels: Mapping[str, str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[str, dict[str, dict[str, dict[str, Any]]]]:
+    """Every rerank chain against *its own* retriever's order (``bm25+gmmr:0.9`` − ``bm25``): Δ [95 % CI]
+    per metric, paired over the queries both ran. Rows whose retriever run is missing are left out."""
+    header = ["chain", "vs", *(f"Δ {pretty(spec)} [95% CI]" for spec in metrics)]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---|" * len(metrics)]
+    as_json: dict[str, dict[str, dict[str, Any]]] = {}
+    for name in order or list(summaries):
+        summary = summaries.get(name)
+        if summary is None or not summary["config"].get("stages"):
+            continue
+        base = retriever_of(summary)
+        if base not in summaries:
+            continue
+        found = deltas({base: summaries[base], name: summary}, base, metrics, resamples=resamples, seed=seed)[name]
+        as_json[name] = {"vs": base, **{spec: ci.to_dict() for spec, ci in found.items()}}
+        cells = [(labels or {}).get(name, name), base, *(format_delta(found[spec]) for spec in metrics)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), as_json
+

@@ -224,6 +224,10 @@ def latency_summary(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
             for key, ms in sorted(values.items())}
 
 
+#: Keys of a record's ``stages`` that are gMMR details, not stage statuses.
+GMMR_DETAILS = ("gmmr_lambda", "gmmr_fallback", "gmmr_relevance")
+
+
 def summarize(
     config: RunConfig,
     dataset: Dataset,
@@ -237,15 +241,18 @@ def summarize(
     result = ranking_metrics(records, dataset, specs)
     stage_status: dict[str, Counter[str]] = defaultdict(Counter)
     lambdas: list[float] = []
+    relevances: Counter[str] = Counter()
     fallbacks = 0
     for record in records.values():
         fallbacks += "gmmr_fallback" in record.get("stages", {})
         for name, status in record.get("stages", {}).items():
-            if name in ("gmmr_lambda", "gmmr_fallback"):
+            if name in GMMR_DETAILS:
                 continue
             stage_status[name][status.split(":")[0]] += 1
         if "gmmr_lambda" in record.get("stages", {}):
             lambdas.append(float(record["stages"]["gmmr_lambda"]))
+        if "gmmr_relevance" in record.get("stages", {}):
+            relevances[str(record["stages"]["gmmr_relevance"])] += 1
     summary: dict[str, Any] = {
         "dataset": dataset.name,
         "run": config.name,
@@ -262,6 +269,8 @@ def summarize(
     if lambdas:
         summary["gmmr_lambda"] = {"mean": round(float(np.mean(lambdas)), 3), "values": dict(Counter(lambdas)),
                                   "adaptive_fallbacks": fallbacks}
+    if relevances:
+        summary["gmmr_relevance"] = dict(relevances)
     if config.llm:
         summary["answers"] = answer_metrics(records, dataset)
     if extra:
@@ -320,7 +329,8 @@ def run_markdown(summary: Mapping[str, Any]) -> str:
         lam = summary["gmmr_lambda"]
         lines.append(f"gMMR λ: mean {lam['mean']}, chosen {lam['values']}"
                      + (f"; adaptive λ fell back to the fixed default on {lam['adaptive_fallbacks']} queries"
-                        if lam.get("adaptive_fallbacks") else ""))
+                        if lam.get("adaptive_fallbacks") else "")
+                     + (f"; relevance term {summary['gmmr_relevance']}" if summary.get("gmmr_relevance") else ""))
     answers = summary.get("answers")
     if answers:
         abst = answers["abstention"]

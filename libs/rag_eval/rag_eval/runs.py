@@ -5,6 +5,7 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
     dense                         the retriever alone (dense), its first ``top_k`` passages
     hybrid+diffusion              hybrid retrieval, then graph diffusion over the candidates
     bm25+gmmr:0.7                 BM25, then gMMR with a fixed λ = 0.7
+    hybrid+gmmr:0.7:scores        … gMMR whose relevance term is the hybrid score, not the cosine
     hybrid+diffusion+gmmr:adaptive   … gMMR with the λ an LLM picks per query
     hybrid:rrf+cross_encoder      hybrid with RRF fusion, then the cross-encoder (``ce`` also works)
     hybrid+refiner+llm            multi-turn: the refiner rewrites the question (LLM), and the
@@ -17,6 +18,12 @@ Tokens: a mode (``bm25``, ``dense``, ``hybrid`` or ``hybrid:<fusion>`` with fusi
 (default) or ``rrf``), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
 ``diffusion:<alpha>``, ``gmmr``, ``gmmr:<λ>``, ``gmmr:adaptive``), and the flags ``refiner`` and
 ``llm``. The spec, normalised, is the run's name and its report file name.
+
+gMMR's relevance term: a last ``:scores`` (``gmmr:0.7:scores``, ``gmmr:adaptive:scores``,
+``gmmr:scores`` = service-default λ) uses the incoming scores (the retriever's, or an earlier stage's
+such as the cross-encoder's), min-max scaled to [0, 1], instead of cos(query, passage); ``:cosine``
+asks for the cosine explicitly. Without either it is the cosine, as DF-RAG publishes it (not the
+service default ``RERANKER_MMR_RELEVANCE``, so a run name means the same thing on every machine).
 
 Every pipeline retrieves ``candidates`` chunks (default 50) and ends with ``top_k`` (default 20 =
 the largest default cut-off): without rerank stages, the retriever's first ``top_k``; with them, the
@@ -34,6 +41,8 @@ Mode = Literal["bm25", "dense", "hybrid"]
 MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
 FUSIONS = ("min_max", "rrf")
 STAGE_ALIASES = {"ce": "cross_encoder", "cross_encoder": "cross_encoder", "diffusion": "diffusion", "gmmr": "gmmr"}
+#: gMMR's relevance term (``rag_common.schemas.DiversityStage.relevance``).
+RELEVANCES = ("cosine", "scores")
 
 DEFAULT_CANDIDATES = 50
 DEFAULT_TOP_K = 20
@@ -42,17 +51,28 @@ DEFAULT_TOP_K = 20
 @dataclass(frozen=True, slots=True)
 class StageConfig:
     """One rerank stage: ``name`` in cross_encoder, diffusion, gmmr; ``param`` = diffusion's α or
-    gMMR's λ (a float, ``"adaptive"``, or None for the service default)."""
+    gMMR's λ (a float, ``"adaptive"``, or None for the service default); ``relevance`` = gMMR's
+    relevance term (``"cosine"``, ``"scores"``, or None for the service default)."""
 
     name: str
     param: float | str | None = None
+    relevance: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.relevance is not None:
+            if self.name != "gmmr":
+                raise ValueError(f"only gmmr takes a relevance, not {self.name}")
+            if self.relevance not in RELEVANCES:
+                raise ValueError(f"unknown gmmr relevance {self.relevance!r}; use one of {', '.join(RELEVANCES)}")
 
     @property
     def token(self) -> str:
-        if self.param is None:
-            return self.name
-        value = self.param if isinstance(self.param, str) else f"{self.param:g}"
-        return f"{self.name}:{value}"
+        parts = [self.name]
+        if self.param is not None:
+            parts.append(self.param if isinstance(self.param, str) else f"{self.param:g}")
+        if self.relevance is not None:
+            parts.append(self.relevance)
+        return ":".join(parts)
 
     def wire(self) -> Any:
         """The reranker's wire spec (``rag_common.schemas``) for this stage."""
@@ -62,7 +82,7 @@ class StageConfig:
             return CrossEncoderStage()
         if self.name == "diffusion":
             return DiffusionStage(alpha=self.param)
-        return DiversityStage(mmr_lambda=self.param)
+        return DiversityStage(mmr_lambda=self.param, relevance=self.relevance or "cosine")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +183,7 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
         else:
             raise ValueError(
                 f"unknown token {token!r} in run {spec!r}; use cross_encoder|ce, diffusion[:α], "
-                "gmmr[:λ|:adaptive], refiner, llm"
+                "gmmr[:λ|:adaptive][:scores|:cosine], refiner, llm"
             )
     return RunConfig(
         mode=mode,  # type: ignore[arg-type]
@@ -177,21 +197,48 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
 
 
 def _stage(name: str, value: str, spec: str) -> StageConfig:
+    if name == "gmmr":
+        return _gmmr(value, spec)
     if not value:
         return StageConfig(name)
     if name == "cross_encoder":
         raise ValueError(f"cross_encoder takes no parameter (in {spec!r})")
-    if name == "gmmr" and value == "adaptive":
-        return StageConfig(name, "adaptive")
     try:
         number = float(value)
     except ValueError:
         raise ValueError(f"bad parameter {value!r} for {name} in {spec!r}") from None
-    if name == "gmmr" and not 0.0 <= number <= 1.0:
-        raise ValueError(f"gmmr λ must be in [0, 1], got {number}")
-    if name == "diffusion" and not 0.0 <= number < 1.0:
+    if not 0.0 <= number < 1.0:
         raise ValueError(f"diffusion α must be in [0, 1), got {number}")
     return StageConfig(name, number)
+
+
+def _gmmr(value: str, spec: str) -> StageConfig:
+    """``""``, ``"0.7"``, ``"adaptive"``, ``"scores"``, ``"0.7:scores"``, ``"adaptive:cosine"`` …"""
+    if not value:
+        return StageConfig("gmmr")
+    parts = value.split(":")
+    relevance = None
+    if parts[-1] in RELEVANCES:
+        relevance = parts.pop()
+    if len(parts) > 1 or (len(parts) == 1 and not parts[0]):
+        raise ValueError(
+            f"bad gmmr parameters {value!r} in {spec!r}; use gmmr[:λ|:adaptive][:scores|:cosine], "
+            "e.g. gmmr:0.7:scores"
+        )
+    if not parts:
+        return StageConfig("gmmr", None, relevance)
+    if parts[0] == "adaptive":
+        return StageConfig("gmmr", "adaptive", relevance)
+    try:
+        number = float(parts[0])
+    except ValueError:
+        raise ValueError(
+            f"bad parameter {parts[0]!r} for gmmr in {spec!r}; use a λ in [0, 1] or adaptive, "
+            "optionally followed by :scores or :cosine"
+        ) from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"gmmr λ must be in [0, 1], got {number}")
+    return StageConfig("gmmr", number, relevance)
 
 
 def file_stem(name: str) -> str:

@@ -86,9 +86,10 @@ class RerankerSettings(ServiceSettings):
         "(1 = relevance only). Default 0.7.",
     )
     mmr_relevance: Literal["cosine", "scores"] = Field(
-        default="cosine",
-        description="gMMR's relevance term when a request gives none: cosine(query, passage) as in DF-RAG, or "
-        "the incoming scores min-max scaled to [0, 1]. Default cosine.",
+        default="scores",
+        description="gMMR's relevance term when a request gives none: the incoming scores (retriever's or "
+        "cross-encoder's) min-max scaled to [0, 1], or cosine(query, passage) as DF-RAG publishes it. Scores "
+        "by default because cosine re-sorts a hybrid ranking into dense order (docs/evaluation.md). Default scores.",
     )
     adaptive_lambdas: list[float] = Field(
         default=[round(0.1 * i, 1) for i in range(1, 11)],

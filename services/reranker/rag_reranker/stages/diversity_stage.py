@@ -24,7 +24,7 @@ class DiversityStage:
         self,
         default_lambda: float = 0.7,
         *,
-        default_relevance: Literal["cosine", "scores"] = "cosine",
+        default_relevance: Literal["cosine", "scores"] = "scores",
         adaptive: AdaptiveLambdaSelector | None = None,
         lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11)),
         adaptive_timeout_s: float = 60.0,
