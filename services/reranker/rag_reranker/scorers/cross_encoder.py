@@ -3,49 +3,22 @@
 from __future__ import annotations
 
 import logging
-import threading
-from pathlib import Path
 
 import numpy as np
 
-from rag_common.embedders import ModelNotAvailableError, resolve_model_path
+from rag_common.embedders import ModelNotAvailableError
+from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder
 
 logger = logging.getLogger(__name__)
 
 
-class CrossEncoderScorer:
+class CrossEncoderScorer(LocalCrossEncoder):
     """Reads query and passage together, so it sees which words of the passage answer the query.
 
-    ``model`` is a local directory or a Hugging Face id already in the offline cache; it is
-    resolved at construction so a missing model fails at start-up, never by downloading.
+    Loaded through sentence-transformers' ``CrossEncoder`` from the local directory only.
     """
 
-    def __init__(
-        self,
-        model: str,
-        max_length: int = 512,
-        sigmoid: bool = True,
-        batch_size: int = 32,
-        device: str | None = None,
-    ) -> None:
-        if max_length < 1:
-            raise ValueError(f"max_length must be positive, got {max_length}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        self.model_id = model
-        self._path = resolve_model_path(model)
-        self._requested_max_length = max_length
-        self._sigmoid = sigmoid
-        self._batch_size = batch_size
-        self._device = device
-        self._model = None
-        self._lock = threading.Lock()
-        #: Tokens per (query, passage) pair the model sees; known after :meth:`warm_up`.
-        self.max_length = 0
-
-    @property
-    def path(self) -> Path:
-        return self._path
+    _model = None
 
     def warm_up(self) -> None:
         with self._lock:
@@ -59,7 +32,7 @@ class CrossEncoderScorer:
             activation = torch.nn.Sigmoid() if self._sigmoid else torch.nn.Identity()
             try:
                 model = CrossEncoder(
-                    str(self._path), device=self._device, local_files_only=True, activation_fn=activation
+                    str(self._path), device=self._requested_device, local_files_only=True, activation_fn=activation
                 )
             except (OSError, ValueError) as exc:
                 raise ModelNotAvailableError(

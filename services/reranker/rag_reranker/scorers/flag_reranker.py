@@ -14,11 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
-from rag_common.embedders import ModelNotAvailableError, resolve_model_path
+from rag_common.embedders import ModelNotAvailableError
+from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def _model_token_limit(model, tokenizer) -> int | None:
     return min(limits) if limits else None
 
 
-class FlagRerankerScorer:
+class FlagRerankerScorer(LocalCrossEncoder):
     """Reads query and passage together, like :class:`CrossEncoderScorer`, through ``FlagReranker``.
 
     ``model`` is a local directory or a Hugging Face id already in the offline cache; it is
@@ -57,7 +57,7 @@ class FlagRerankerScorer:
     CUDA device when there is one, else the CPU; weights run in fp16 on CUDA and fp32 elsewhere.
     """
 
-    name = "cross_encoder"
+    _reranker = None
 
     def __init__(
         self,
@@ -67,30 +67,13 @@ class FlagRerankerScorer:
         batch_size: int = 32,
         device: str | None = None,
     ) -> None:
-        if max_length < 1:
-            raise ValueError(f"max_length must be positive, got {max_length}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        self.model_id = model
-        self._path = resolve_model_path(model)
-        self._requested_max_length = max_length
-        self._sigmoid = sigmoid
-        self._batch_size = batch_size
-        self._requested_device = device
-        self._reranker = None
-        self._lock = threading.Lock()
+        super().__init__(model, max_length=max_length, sigmoid=sigmoid, batch_size=batch_size, device=device)
         # FlagReranker is not safe to call from several threads at once: each call re-applies
         # truncation settings to the shared fast tokenizer and may move or cast the model.
         self._inference_lock = threading.Lock()
-        #: Tokens per (query, passage) pair the model sees; known after :meth:`warm_up`.
-        self.max_length = 0
         #: Where the model runs and whether in fp16; known after :meth:`warm_up`.
         self.device = ""
         self.use_fp16 = False
-
-    @property
-    def path(self) -> Path:
-        return self._path
 
     def warm_up(self) -> None:
         with self._lock:
