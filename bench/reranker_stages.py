@@ -24,7 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services" / "reranker"))
 
-from rag_reranker.stages import GeometricMMR, GraphDiffusionReranker  # noqa: E402
+from rag_reranker.stages.diversity import GeometricMMR  # noqa: E402
+from rag_reranker.stages.graph_diffusion import GraphDiffusionReranker  # noqa: E402
 
 
 def _time_ms(fn, runs: int, warmup: int = 5) -> np.ndarray:
