@@ -12,7 +12,10 @@ For a seeded sample of the tasks with qrels (answerable and partial, 332; ``--li
    SmolLM2-135M served by llama.cpp (``ragctl.stack.start_llm_server``); then the same search with
    the refined query (no second search when the query came back unchanged).
 
-Reports Recall@5 and nDCG@10 (``rag_eval.metrics``) of both, the paired bootstrap 95 % CI of the
+A control without the LLM is searched too: the refiner's own deterministic ``context_append``
+rewrite (message + the last question of its history window) for every follow-up.
+
+Reports Recall@5 and nDCG@10 (``rag_eval.metrics``) of all three, the paired bootstrap 95 % CI of the
 difference (``rag_eval.stats.paired_bootstrap``), the refiner's latency (one request at a time,
 p50 / p95) and how it refined (method: passthrough / llm / context_append / fallback; intent).
 Prints Markdown tables and writes JSON.
@@ -111,6 +114,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 refine_ms = (time.perf_counter() - t0) * 1000.0
                 changed = response.query.strip() != query.text.strip()
                 refined = await retriever.search(response.query, MODE, TOP_K, FUSION) if changed else raw
+                # Control without the LLM: the refiner's own deterministic rewrite (message + the last
+                # question of its history window) for every follow-up.
+                pairs = refiner.prompt_history(history_pairs(query.history))
+                appended = QueryRefiner._append_context(query.text, pairs).query if pairs else query.text
+                if appended == response.query:
+                    append_ranking = refined
+                elif appended == query.text:
+                    append_ranking = raw
+                else:
+                    append_ranking = await retriever.search(appended, MODE, TOP_K, FUSION)
                 records.append({
                     "query_id": query.id,
                     "follow_up": bool(query.history),
@@ -127,6 +140,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "refine_ms": round(refine_ms, 1),
                     "raw_ranking": raw,
                     "refined_ranking": refined,
+                    "append_query": appended,
+                    "append_ranking": append_ranking,
                 })
                 if number % 25 == 0 or number == len(queries):
                     elapsed = time.perf_counter() - started
@@ -138,6 +153,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     raw_run = {r["query_id"]: r["raw_ranking"] for r in records}
     refined_run = {r["query_id"]: r["refined_ranking"] for r in records}
+    append_run = {r["query_id"]: r["append_ranking"] for r in records}
     ids_all = [r["query_id"] for r in records]
     groups: dict[str, list[str]] = {
         "all tasks": ids_all,
@@ -160,6 +176,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "refiner_settings": refiner_settings.model_dump(mode="json", exclude={"port", "host"}),
         "llm": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, ragctl.stack.start_llm_server)",
         "groups": {name: compare(raw_run, refined_run, dataset.qrels, ids) for name, ids in groups.items()},
+        # "raw" = the deterministic append (no LLM), "refined" = the refiner: Δ = refiner − append.
+        "refiner_vs_append": {name: compare(append_run, refined_run, dataset.qrels, ids)
+                              for name, ids in list(groups.items())[:2]},
         "latency_ms": {
             "all": {k: round(v, 1) for k, v in percentiles(latencies, (50, 95)).items() if v is not None},
             "follow_ups": {k: round(v, 1) for k, v in percentiles(follow_latencies, (50, 95)).items() if v is not None},
@@ -193,7 +212,25 @@ def tables(result: dict[str, Any]) -> str:
             cells += [f"{g[spec]['raw']:.3f}", f"{g[spec]['refined']:.3f}",
                       f"{d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{mark}"]
         lines.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
-    lines += ["", "\\* CI excludes 0.", ""]
+    lines += [
+        "",
+        "\\* CI excludes 0.",
+        "",
+        "**Control without the LLM**: every follow-up searched as `message (last question of the history "
+        "window)`, the refiner's own `context_append` rewrite; Δ = refiner − this control",
+        "",
+        "| tasks | n | R@5 append | R@5 refiner | Δ R@5 [95 % CI] | nDCG@10 append | nDCG@10 refiner | Δ nDCG@10 [95 % CI] |",
+        "|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for name, g in result["refiner_vs_append"].items():
+        cells = []
+        for spec in METRICS:
+            d = g[spec]["delta"]
+            mark = "" if d["noise"] else " *"
+            cells += [f"{g[spec]['raw']:.3f}", f"{g[spec]['refined']:.3f}",
+                      f"{d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{mark}"]
+        lines.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
+    lines.append("")
     lat = result["latency_ms"]
     methods = result["methods"]
     lines += [

@@ -151,7 +151,7 @@ def test_metrics_expose_the_reranker_series(client: TestClient) -> None:
 
 
 def test_cross_encoder_configured(tiny_cross_encoder_dir: Path, tiny_cross_encoder: CrossEncoderScorer) -> None:
-    settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_max_length=128)
+    settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_max_length=128, batch_max_wait_ms=5)
     with TestClient(create_app(settings, NO_LLM)) as client:
         assert client.get("/readyz").status_code == 200
         assert isinstance(client.app.state.parts.pair_queue, MicroBatcher)

@@ -47,7 +47,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
     assert settings.cross_encoder_sigmoid is True
     assert settings.batch_size == 32
     assert settings.batch_max_pairs == 64
-    assert settings.batch_max_wait_ms == 5.0
+    assert settings.batch_max_wait_ms is None  # device-dependent, see test_batching_default_follows_the_device
     assert settings.device is None
     assert settings.torch_threads == 0
     assert settings.diffusion_alpha == 0.85
@@ -209,7 +209,7 @@ def test_configured_cross_encoder_is_built_with_a_micro_batcher(tiny_cross_encod
 def test_flag_embedding_backend_is_wired(tiny_cross_encoder_dir: Path) -> None:
     from rag_reranker.scorers.flag_reranker import FlagRerankerScorer
 
-    settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_backend="flag_embedding")
+    settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_backend="flag_embedding", batch_max_wait_ms=5)
     parts = build_parts(settings, None)
     assert isinstance(parts.cross_encoder, FlagRerankerScorer)
     assert isinstance(parts.pair_queue, MicroBatcher)
@@ -241,3 +241,19 @@ def test_missing_cross_encoder_names_path_and_setting(tmp_path: Path) -> None:
         build_parts(RerankerSettings(cross_encoder_model=missing), None)
     message = str(excinfo.value)
     assert missing in message and "RERANKER_CROSS_ENCODER_MODEL" in message
+
+
+@pytest.mark.parametrize(("device", "configured", "expected"), [
+    ("cpu", None, 0.0), ("cuda", None, 5.0), ("cuda:1", None, 5.0), ("cpu", 7.0, 7.0), ("cuda", 0.0, 0.0),
+])
+def test_batching_default_follows_the_device(device: str, configured: float | None, expected: float) -> None:
+    from rag_reranker.parts import batch_max_wait_ms
+
+    assert batch_max_wait_ms(RerankerSettings(device=device, batch_max_wait_ms=configured)) == expected
+
+
+def test_cpu_default_scores_each_request_alone(tiny_cross_encoder: CrossEncoderScorer) -> None:
+    from rag_reranker.batching import UnbatchedScorer
+    from rag_reranker.parts import build_pair_queue
+
+    assert isinstance(build_pair_queue(tiny_cross_encoder, RerankerSettings(device="cpu")), UnbatchedScorer)

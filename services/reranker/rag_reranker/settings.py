@@ -57,11 +57,13 @@ class RerankerSettings(ServiceSettings):
         description="Micro-batching: most (query, passage) pairs, from any number of concurrent requests, "
         "gathered into one model call. Default 64.",
     )
-    batch_max_wait_ms: float = Field(
-        default=5.0,
+    batch_max_wait_ms: float | None = Field(
+        default=None,
         ge=0.0,
         description="Micro-batching: longest a request waits for others to join its batch, in ms; 0 turns "
-        "micro-batching off (each request is scored alone). Default 5.",
+        "micro-batching off (each request is scored alone). Default unset: 5 on CUDA, 0 on CPU, where "
+        "batching measured slower (bench/reranker_throughput.py: a CPU forward pass is compute-bound, "
+        "so batching only adds padding).",
     )
     device: str | None = Field(
         default=None,
