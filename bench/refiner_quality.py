@@ -117,7 +117,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 # Control without the LLM: the refiner's own deterministic rewrite (message + the last
                 # question of its history window) for every follow-up.
                 pairs = refiner.prompt_history(history_pairs(query.history))
-                appended = QueryRefiner._append_context(query.text, pairs).query if pairs else query.text
+                appended = QueryRefiner._append_context(query.text, pairs, "").query if pairs else query.text
                 if appended == response.query:
                     append_ranking = refined
                 elif appended == query.text:

@@ -32,7 +32,8 @@ def _rerank(reranker: str, search: dict, mmr_lambda: float | str) -> dict:
             "query": ZORBLAX_QUESTION,
             "passages": search["passages"],
             "top_k": TOP_K,
-            "stages": [{"name": "diffusion"}, {"name": "gmmr", "mmr_lambda": mmr_lambda}],
+            # Cosine relevance: the first pick is then checkable from the retriever's own vectors.
+            "stages": [{"name": "diffusion"}, {"name": "gmmr", "mmr_lambda": mmr_lambda, "relevance": "cosine"}],
             "query_embedding": search["query_embedding"],
         },
         timeout=600,
