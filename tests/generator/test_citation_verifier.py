@@ -153,3 +153,15 @@ def test_answer_with_no_supported_citation_abstains() -> None:
 def test_answer_citing_nothing_abstains_with_no_precision() -> None:
     response = answer_from_model_output({"answer": "Zorblax makes rockets.", "citations": [], "abstained": False}, SOURCES)
     assert (response.abstain_reason, response.citation_precision) == ("no_valid_citation", None)
+
+
+def test_a_verified_quote_longer_than_the_schema_bound_is_cut_not_an_error() -> None:
+    """A fuzzy match can cover more passage text than QUOTE_MAX_CHARS; the answer must survive it."""
+    from rag_generator.citation_verifier import CitationCheck, Verification
+    from rag_generator.llm_response import QUOTE_MAX_CHARS, LLMCitation
+
+    long_span = " ".join(f"word{i}" for i in range(60))  # ~400 characters of passage text
+    check = CitationCheck(LLMCitation(source_id=1, quote="word1 word2"), "fuzzy", 95.0, long_span)
+    (citation,) = Verification([check]).verified
+    assert len(citation.quote) <= QUOTE_MAX_CHARS
+    assert citation.quote.endswith("…") and long_span.startswith(citation.quote[:-1])

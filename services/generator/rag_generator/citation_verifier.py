@@ -20,7 +20,7 @@ from typing import Literal
 from rapidfuzz import fuzz
 
 from rag_common.schemas import Passage
-from rag_generator.llm_response import LLMCitation
+from rag_generator.llm_response import QUOTE_MAX_CHARS, LLMCitation
 from rag_generator.quote_normalisation import normalise_quote, normalise_with_offsets
 
 #: Default minimum ``partial_ratio`` (0-100) of a quote that is not an exact (normalised) substring.
@@ -50,8 +50,10 @@ class Verification:
     @property
     def verified(self) -> list[LLMCitation]:
         """The verified citations, in model order, each quoting the passage's own words."""
+        # A fuzzy match can span more of the passage than the model's quote (normalisation, the
+        # aligned window): cut it to the schema's bound rather than fail on the model's output.
         return [
-            LLMCitation(source_id=check.citation.source_id, quote=check.matched_text)
+            LLMCitation(source_id=check.citation.source_id, quote=_bounded(check.matched_text))
             for check in self.checks
             if check.verified
         ]
@@ -99,3 +101,10 @@ class CitationVerifier:
 def _original_span(original: str, origins: list[int], start: int, end: int) -> str:
     """The original text behind folded characters ``start:end``, whitespace collapsed."""
     return " ".join(original[origins[start] : origins[end - 1] + 1].split())
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= QUOTE_MAX_CHARS:
+        return text
+    cut = text[: QUOTE_MAX_CHARS - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
