@@ -37,6 +37,9 @@ bench: setup
 	$(PY) bench/reranker_stages.py
 	$(PY) bench/reranker_quality.py
 	$(PY) bench/reranker_throughput.py
+	$(PY) bench/refiner_quality.py
+	$(PY) bench/answer_quality.py
+	$(PY) bench/chat_stream_latency.py
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".
