@@ -195,6 +195,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _paired_rows(groups: dict[str, Any]) -> list[str]:
+    """One table row per group: each metric's two values and their paired Δ with its CI (* = CI excludes 0)."""
+    rows = []
+    for name, g in groups.items():
+        cells = []
+        for spec in METRICS:
+            d = g[spec]["delta"]
+            mark = "" if d["noise"] else " *"
+            cells += [f"{g[spec]['raw']:.3f}", f"{g[spec]['refined']:.3f}",
+                      f"{d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{mark}"]
+        rows.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def tables(result: dict[str, Any]) -> str:
     n = result["tasks"]
     lines = [
@@ -205,14 +219,7 @@ def tables(result: dict[str, Any]) -> str:
         "| tasks | n | R@5 raw | R@5 refined | Δ R@5 [95 % CI] | nDCG@10 raw | nDCG@10 refined | Δ nDCG@10 [95 % CI] |",
         "|---|---:|---:|---:|---|---:|---:|---|",
     ]
-    for name, g in result["groups"].items():
-        cells = []
-        for spec in METRICS:
-            d = g[spec]["delta"]
-            mark = "" if d["noise"] else " *"
-            cells += [f"{g[spec]['raw']:.3f}", f"{g[spec]['refined']:.3f}",
-                      f"{d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{mark}"]
-        lines.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
+    lines += _paired_rows(result["groups"])
     lines += [
         "",
         "\\* CI excludes 0.",
@@ -223,14 +230,7 @@ def tables(result: dict[str, Any]) -> str:
         "| tasks | n | R@5 append | R@5 refiner | Δ R@5 [95 % CI] | nDCG@10 append | nDCG@10 refiner | Δ nDCG@10 [95 % CI] |",
         "|---|---:|---:|---:|---|---:|---:|---|",
     ]
-    for name, g in result["refiner_vs_append"].items():
-        cells = []
-        for spec in METRICS:
-            d = g[spec]["delta"]
-            mark = "" if d["noise"] else " *"
-            cells += [f"{g[spec]['raw']:.3f}", f"{g[spec]['refined']:.3f}",
-                      f"{d['delta']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]{mark}"]
-        lines.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
+    lines += _paired_rows(result["refiner_vs_append"])
     lines.append("")
     lat = result["latency_ms"]
     methods = result["methods"]
