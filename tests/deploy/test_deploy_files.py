@@ -5,11 +5,13 @@ deploy/k8s/, and checks that they agree with each other and with the code: every
 Dockerfile, every CMD names a real package, ports and URLs line up, images are pinned, the light
 images carry no torch, every service variable set is a real settings field, and the reranker's
 autoscaling chain holds together (the metric the service exports -> the prometheus-adapter rule ->
-the HPA's Pods metric -> the Deployment it scales).
+the HPA's Pods metric -> the Deployment it scales). Which services get the LLM endpoint is derived
+from the code: those whose package imports ``LLMSettings`` / ``build_chat_model`` (or ``rag_common.llm``).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
 import re
@@ -46,8 +48,12 @@ COMPOSE_VARIANTS: dict[str, str] = {"reranker-cpu": "reranker"}
 RERANKER_PROFILES = {"reranker": "gpu", "reranker-cpu": "cpu"}
 LIGHT_SERVICES = ("gateway", "refiner", "generator")
 TORCH_SERVICES = ("retriever", "reranker")
-LLM_CLIENTS = ("refiner", "generator")
 LLM_PREFIX = "LLM_"
+#: The variables every LLM-using service must get (rag_common.settings.LLMSettings has no usable
+#: default for them in a container).
+LLM_ENDPOINT_VARS = {"LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY"}
+#: Names whose import from rag_common marks a service as an LLM client (importing rag_common.llm too).
+LLM_IMPORT_NAMES = {"LLMSettings", "build_chat_model"}
 KNOWN_PREFIXES = tuple(prefix for prefix, _ in SERVICES.values()) + (LLM_PREFIX,)
 HEAVY_PACKAGES = {"torch", "sentence-transformers", "transformers"}
 
@@ -65,6 +71,33 @@ PUBLISHED_BY_DEFAULT = {"gateway": 8000, "opensearch-dashboards": 5601}
 
 
 # --------------------------------------------------------------------------- parsing helpers
+
+
+def service_package_files(service: str) -> list[Path]:
+    package = REPO / "services" / service / f"rag_{service}"
+    return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def imports_llm(path: Path) -> bool:
+    """Whether ``path`` imports LLMSettings / build_chat_model from rag_common, or rag_common.llm
+    (anywhere in the file: lazy imports inside functions count)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = {a.name for a in node.names}
+            if node.module == "rag_common.llm" or (node.module == "rag_common" and "llm" in names):
+                return True
+            if node.module.split(".")[0] == "rag_common" and names & LLM_IMPORT_NAMES:
+                return True
+        elif isinstance(node, ast.Import) and any(a.name == "rag_common.llm" for a in node.names):
+            return True
+    return False
+
+
+@cache
+def llm_clients() -> frozenset[str]:
+    """The services whose package uses the LLM endpoint, read from their imports."""
+    return frozenset(s for s in SERVICES if any(imports_llm(p) for p in service_package_files(s)))
 
 
 @cache
@@ -424,7 +457,7 @@ def test_gateway_urls_point_at_compose_services_and_their_ports() -> None:
 @pytest.mark.parametrize("service", sorted(SERVICES) + sorted(COMPOSE_VARIANTS))
 def test_service_variables_use_the_services_own_prefix(service: str) -> None:
     own = SERVICES[COMPOSE_VARIANTS.get(service, service)][0]
-    allowed = {own} | ({LLM_PREFIX} if service in LLM_CLIENTS else set())
+    allowed = {own} | ({LLM_PREFIX} if COMPOSE_VARIANTS.get(service, service) in llm_clients() else set())
     for key in service_env(compose_services()[service]):
         prefix = next((p for p in KNOWN_PREFIXES if key.startswith(p)), None)
         if prefix is not None:
@@ -850,7 +883,61 @@ def test_service_variables_are_settings_fields(service: str) -> None:
 def test_llm_variables_are_llm_settings_fields() -> None:
     cls = settings_class("rag_common.settings", LLM_PREFIX)
     assert cls.__name__ == "LLMSettings"
-    for service in LLM_CLIENTS:
+    for service in sorted(llm_clients()):
         variables = service_variables(service, LLM_PREFIX)
-        assert {"LLM_BASE_URL", "LLM_MODEL", "LLM_API_KEY"} <= set(variables), f"{service}: LLM endpoint not wired"
+        assert LLM_ENDPOINT_VARS <= set(variables), f"{service}: LLM endpoint not wired"
         assert_known(variables, field_env_names(cls), "rag_common.settings.LLMSettings")
+
+
+# --------------------------------------------------------------------------- LLM endpoint per service
+
+
+def test_llm_clients_are_found_in_the_code() -> None:
+    """The scan reads every service package; at least one service uses the LLM (else it read nothing)."""
+    for service in SERVICES:
+        assert service_package_files(service), f"no .py file under services/{service}/rag_{service}/"
+    assert llm_clients(), "no service imports LLMSettings/build_chat_model: the import scan is broken"
+
+
+@pytest.mark.parametrize("name", sorted(SERVICES) + sorted(COMPOSE_VARIANTS))
+def test_compose_gives_the_llm_endpoint_to_exactly_the_llm_clients(name: str) -> None:
+    service = COMPOSE_VARIANTS.get(name, name)
+    given = {k for k in service_env(compose_services()[name]) if k.startswith(LLM_PREFIX)}
+    if service in llm_clients():
+        assert LLM_ENDPOINT_VARS <= given, (
+            f"{name}: rag_{service} imports the LLM settings/client but compose does not set "
+            f"{sorted(LLM_ENDPOINT_VARS - given)} (it would call the default 127.0.0.1:8080 in the container)"
+        )
+    else:
+        assert not given, f"{name}: rag_{service} never uses the LLM, yet compose sets {sorted(given)}"
+
+
+def k8s_workload_containers() -> list[tuple[str, str, dict[str, Any]]]:
+    """``(file, service, container)`` for every container of a workload in deploy/k8s/ that runs a RAG service."""
+    found = []
+    for path in k8s_manifest_paths():
+        for doc in yaml.safe_load_all(path.read_text()):
+            pod = ((doc or {}).get("spec") or {}).get("template", {}).get("spec") or {}
+            for container in pod.get("containers") or []:
+                labels = doc["metadata"].get("labels") or {}
+                service = labels.get("app.kubernetes.io/name") or doc["metadata"]["name"]
+                if service in SERVICES:
+                    found.append((path.name, service, container))
+    return found
+
+
+def test_k8s_manifests_give_the_llm_endpoint_to_exactly_the_llm_clients() -> None:
+    workloads = k8s_workload_containers()
+    assert workloads, "no RAG service workload found under deploy/k8s/"
+    for file, service, container in workloads:
+        env = {e["name"]: e for e in container.get("env") or []}
+        given = {k for k in env if k.startswith(LLM_PREFIX)}
+        if service not in llm_clients():
+            assert not given, f"{file}: rag_{service} never uses the LLM, yet the manifest sets {sorted(given)}"
+            continue
+        missing = sorted(LLM_ENDPOINT_VARS - given)
+        assert not missing, f"{file}: rag_{service} imports the LLM settings/client; the manifest lacks {missing}"
+        key = env["LLM_API_KEY"]
+        assert "value" not in key and key.get("valueFrom", {}).get("secretKeyRef"), (
+            f"{file}: LLM_API_KEY must come from a Secret (secretKeyRef), not be written in the manifest"
+        )

@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from rag_common.schemas import HistoryTurn
 from rag_gateway.app import create_app
-from rag_gateway.history_budget import turn_tokens
+from rag_common.history import turn_tokens
 from rag_gateway.settings import GatewaySettings
 
 from .support import gateway_settings
@@ -108,7 +108,10 @@ def test_history_is_cut_to_the_token_budget(redis_url, fake_services) -> None:
 
     def run(budget: int, turns: int = 3) -> tuple[list[dict], list[dict]]:
         calls.clear()
-        settings = gateway_settings(redis_url, url, history_token_budget=budget, history_turns=turns)
+        settings = gateway_settings(
+                redis_url, url, history_token_budget=budget, history_turns=turns,
+                history_question_chars=100_000, history_answer_chars=100_000,  # only the token budget cuts here
+            )
         with TestClient(create_app(settings)) as client:
             cid = None
             for q in questions:

@@ -12,7 +12,7 @@ from pydantic import Field
 from rag_common.schemas import Passage
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator
-from rag_generator.app import build_answer_generator
+from rag_generator.runtime import build_answer_generator
 from rag_generator.settings import GeneratorSettings
 
 PASSAGES = [
@@ -61,7 +61,7 @@ def llm_settings(llm_base_url: str) -> LLMSettings:
 
 @pytest.fixture(scope="session")
 def generator(llm_settings: LLMSettings) -> AnswerGenerator:
-    return build_answer_generator(llm_settings, GeneratorSettings())
+    return build_answer_generator(GeneratorSettings(), llm_settings)
 
 
 class ScriptedChatOpenAI(ChatOpenAI):

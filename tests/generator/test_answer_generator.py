@@ -9,10 +9,11 @@ import pytest
 
 from rag_common.llm import build_chat_model
 from rag_common.schemas import GenerateRequest, HistoryTurn, Passage
-from rag_common.service import ServiceError
+from rag_common.errors import DependencyFailed
+from rag_common.service import status_for
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import ABSTAIN_MESSAGE, AnswerGenerator
-from rag_generator.app import build_answer_generator
+from rag_generator.runtime import build_answer_generator
 from rag_generator.settings import GeneratorSettings
 
 QUESTIONS = [
@@ -74,24 +75,24 @@ async def test_follow_up_with_history_keeps_the_invariant(generator: AnswerGener
 
 async def test_truncated_reply_abstains_as_invalid_output(llm_settings: LLMSettings, passages: list[Passage]) -> None:
     # Eight tokens cannot hold the JSON object: the endpoint stops on "length" mid-reply.
-    generator = build_answer_generator(llm_settings, GeneratorSettings(max_tokens=8))
+    generator = build_answer_generator(GeneratorSettings(max_tokens=8), llm_settings)
     response = await generator.generate(GenerateRequest(query=QUESTIONS[0], passages=passages))
     assert (response.abstained, response.abstain_reason, response.answer) == (True, "invalid_output", ABSTAIN_MESSAGE)
 
 
 async def test_llm_down_is_a_503(dead_llm_settings: LLMSettings, passages: list[Passage]) -> None:
     generator = AnswerGenerator(build_chat_model(dead_llm_settings))
-    with pytest.raises(ServiceError) as raised:
+    with pytest.raises(DependencyFailed) as raised:
         await generator.generate(GenerateRequest(query=QUESTIONS[0], passages=passages))
-    assert raised.value.status_code == 503
-    assert raised.value.error.startswith("llm unavailable:")
-    assert "ConnectionError" in raised.value.error
+    assert (raised.value.stage, raised.value.kind, status_for(raised.value)) == ("llm", "unavailable", 503)
+    assert raised.value.message.startswith("llm unavailable:")
+    assert "ConnectionError" in raised.value.message
 
 
 async def test_hung_llm_is_a_504_after_the_budget(hung_llm_settings: LLMSettings, passages: list[Passage]) -> None:
     generator = AnswerGenerator(build_chat_model(hung_llm_settings), llm_timeout_s=1.0)
     started = time.perf_counter()
-    with pytest.raises(ServiceError) as raised:
+    with pytest.raises(DependencyFailed) as raised:
         await generator.generate(GenerateRequest(query=QUESTIONS[0], passages=passages))
     assert time.perf_counter() - started < 5
-    assert (raised.value.status_code, raised.value.error) == (504, "llm timed out: no answer within 1s")
+    assert (status_for(raised.value), raised.value.message) == (504, "llm timed out: no answer within 1s")

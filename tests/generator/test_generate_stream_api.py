@@ -15,7 +15,8 @@ from rag_common.llm import build_chat_model
 from rag_common.schemas import GenerateRequest, GenerateResponse, Passage
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import ABSTAIN_MESSAGE, AnswerGenerator
-from rag_generator.app import build_answer_model, create_app
+from rag_generator.app import create_app, to_server_sent_event
+from rag_generator.runtime import build_answer_model
 from rag_generator.citation_selection import strip_unbacked_markers
 from rag_generator.settings import GeneratorSettings
 from rag_generator.stream_events import ErrorEvent, FinalEvent, TokenEvent
@@ -128,4 +129,6 @@ async def test_tokens_are_exactly_the_answer_the_model_wrote(llm_settings: LLMSe
 async def test_hung_llm_stream_is_a_504_error_event(hung_llm_settings: LLMSettings, passages: list[Passage]) -> None:
     generator = AnswerGenerator(build_chat_model(hung_llm_settings), llm_timeout_s=1.0)
     events = [event async for event in generator.stream(GenerateRequest(query=QUESTION, passages=passages))]
-    assert events == [ErrorEvent("llm timed out: no answer within 1s", 504)]
+    [event] = events
+    assert isinstance(event, ErrorEvent) and event.error.message == "llm timed out: no answer within 1s"
+    assert to_server_sent_event(event).data == {"error": "llm timed out: no answer within 1s", "status": 504}

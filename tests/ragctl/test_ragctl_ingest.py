@@ -257,7 +257,7 @@ def test_files_over_the_size_limit_are_not_sent(tmp_path):
 
 def test_the_client_knows_every_suffix_the_retriever_parses():
     from rag_retriever.parsers import REGISTRY
-    from ragctl.ingest_client import SUPPORTED_SUFFIXES
+    from rag_common.upload_formats import SUPPORTED_SUFFIXES
 
     assert SUPPORTED_SUFFIXES == set(REGISTRY.extensions)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rag_common.schemas import HistoryTurn, RefineRequest
 from rag_common.settings import LLMSettings
 from rag_refiner.query_refiner import QueryRefiner
+from rag_refiner.runtime import build_query_refiner
 from rag_refiner.settings import RefinerSettings
 
 from .llm_calls import counted_chat_model
@@ -107,7 +108,7 @@ async def test_settings_switch_off_the_intent_llm(dead_llm_settings: LLMSettings
     settings = RefinerSettings()
     assert (settings.intent_llm, settings.hyde_max_tokens) == (False, 40)
     model, counter = counted_chat_model(dead_llm_settings)
-    response = await QueryRefiner.from_settings(model, settings).refine(RefineRequest(message=AMBIGUOUS))
+    response = await build_query_refiner(settings, model).refine(RefineRequest(message=AMBIGUOUS))
     assert (response.intent, response.intent_method) == ("rag", "embedding")
     assert "llm stage off" in response.detail
     assert counter.calls == 0

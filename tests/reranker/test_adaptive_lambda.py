@@ -20,12 +20,12 @@ from rag_reranker.llm_lambda_evaluator import (
     plan_schema,
     scores_schema,
 )
-from rag_reranker.parts import build_adaptive_selector
+from rag_reranker.runtime import build_adaptive_selector
 from rag_reranker.rerank_service import RerankService
 from rag_reranker.settings import RerankerSettings
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector, LambdaEvaluator, median_lambda
 from rag_reranker.stages.diffusion_stage import DiffusionStage
-from rag_reranker.stages.diversity_stage import DiversityStage
+from rag_reranker.stages.gmmr_stage import GmmrStage
 
 TEXTS = [f"passage number {i}" for i in range(8)]
 
@@ -212,7 +212,7 @@ def _adaptive_request(top_k: int = 2) -> RerankRequest:
     )
 
 
-def _service(stage: DiversityStage, minilm: SentenceTransformerEmbedder) -> RerankService:
+def _service(stage: GmmrStage, minilm: SentenceTransformerEmbedder) -> RerankService:
     return RerankService({"gmmr": stage, "diffusion": DiffusionStage()}, default_chain=["gmmr"], embedder=minilm)
 
 
@@ -221,7 +221,7 @@ async def test_adaptive_gmmr_with_a_dead_llm_falls_back_to_the_default_lambda(
 ) -> None:
     selector = build_adaptive_selector(RerankerSettings(), dead_llm_settings)
     assert isinstance(selector, AdaptiveLambdaSelector)
-    stage = DiversityStage(0.7, adaptive=selector, lambdas=(0.1, 0.5, 1.0), adaptive_timeout_s=30.0)
+    stage = GmmrStage(0.7, adaptive=selector, lambdas=(0.1, 0.5, 1.0), adaptive_timeout_s=30.0)
     service = _service(stage, minilm)
     response = await service.rerank(_adaptive_request())
     fixed = await service.rerank(
@@ -242,7 +242,7 @@ async def test_adaptive_gmmr_with_a_dead_llm_falls_back_to_the_default_lambda(
 async def test_adaptive_gmmr_with_a_hung_llm_falls_back_after_its_timeout(
     hung_llm_settings: LLMSettings, minilm: SentenceTransformerEmbedder
 ) -> None:
-    stage = DiversityStage(
+    stage = GmmrStage(
         0.4,
         adaptive=build_adaptive_selector(RerankerSettings(), hung_llm_settings),
         lambdas=(0.1, 1.0),
@@ -256,7 +256,7 @@ async def test_adaptive_gmmr_with_a_hung_llm_falls_back_after_its_timeout(
 
 async def test_adaptive_gmmr_without_an_evaluator_says_so(minilm: SentenceTransformerEmbedder) -> None:
     assert build_adaptive_selector(RerankerSettings(), None) is None
-    response = await _service(DiversityStage(0.6, adaptive=None), minilm).rerank(_adaptive_request())
+    response = await _service(GmmrStage(0.6, adaptive=None), minilm).rerank(_adaptive_request())
     (report,) = response.reports
     assert report.status == "ran"
     assert report.detail == {"lambda": 0.6, "relevance": "scores", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
@@ -264,7 +264,7 @@ async def test_adaptive_gmmr_without_an_evaluator_says_so(minilm: SentenceTransf
 
 async def test_adaptive_gmmr_uses_the_evaluators_choice(minilm: SentenceTransformerEmbedder) -> None:
     """The stage reports and applies the selector's λ (deterministic evaluator: favours diverse sets)."""
-    from rag_reranker.stages.diversity import GeometricMMR
+    from rag_reranker.stages.gmmr import GeometricMMR
 
     lambdas = (0.0, 0.5, 1.0)
     query_vector = minilm.encode_queries(["What do rabbits eat?"])[0]
@@ -274,7 +274,7 @@ async def test_adaptive_gmmr_uses_the_evaluators_choice(minilm: SentenceTransfor
     favoured = set(sweep[0.0]) - set(sweep[1.0])
     assert favoured, "the sweep's extremes picked the same set: choose other texts"
     evaluator = TableEvaluator({ANIMAL_TEXTS[i]: 5 for i in favoured})
-    stage = DiversityStage(0.7, adaptive=AdaptiveLambdaSelector(evaluator), lambdas=lambdas)
+    stage = GmmrStage(0.7, adaptive=AdaptiveLambdaSelector(evaluator), lambdas=lambdas)
     response = await _service(stage, minilm).rerank(_adaptive_request())
 
     (report,) = response.reports

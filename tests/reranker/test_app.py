@@ -44,7 +44,7 @@ def test_not_ready_before_the_lifespan_ran() -> None:
     client = TestClient(create_app(RerankerSettings(), NO_LLM))  # not entered: no model is loaded
     response = client.get("/readyz")
     assert response.status_code == 503
-    assert response.json()["checks"] == {"model": "not started"}
+    assert response.json()["checks"] == {"runtime": "not started"}
 
 
 def test_ready_after_start(client: TestClient) -> None:
@@ -154,7 +154,7 @@ def test_cross_encoder_configured(tiny_cross_encoder_dir: Path, tiny_cross_encod
     settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_max_length=128, batch_max_wait_ms=5)
     with TestClient(create_app(settings, NO_LLM)) as client:
         assert client.get("/readyz").status_code == 200
-        assert isinstance(client.app.state.parts.pair_queue, MicroBatcher)
+        assert isinstance(client.app.state.runtime.pair_queue, MicroBatcher)
         response = client.post("/v1/rerank", json={"query": "opening hours", "passages": PASSAGES, "top_k": 4})
     assert response.status_code == 200, response.text
     body = response.json()
@@ -176,7 +176,7 @@ async def test_concurrent_http_requests_share_cross_encoder_calls(
         responses = await asyncio.gather(
             *(http.post("/v1/rerank", json={"query": q, "passages": PASSAGES, "top_k": 4}) for q in queries)
         )
-        batcher = app.state.parts.pair_queue
+        batcher = app.state.runtime.pair_queue
         assert isinstance(batcher, MicroBatcher)
         assert batcher.pairs_scored == len(queries) * len(PASSAGES)
         assert batcher.calls < len(queries)
@@ -191,7 +191,7 @@ async def test_concurrent_http_requests_share_cross_encoder_calls(
 def test_unbatched_app_gives_the_same_scores(tiny_cross_encoder_dir: Path, tiny_cross_encoder: CrossEncoderScorer) -> None:
     settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), batch_max_wait_ms=0)
     with TestClient(create_app(settings, NO_LLM)) as client:
-        assert isinstance(client.app.state.parts.pair_queue, UnbatchedScorer)
+        assert isinstance(client.app.state.runtime.pair_queue, UnbatchedScorer)
         response = client.post("/v1/rerank", json={"query": "rabbit food", "passages": PASSAGES, "top_k": 4})
     assert response.status_code == 200, response.text
     expected = tiny_cross_encoder.score("rabbit food", [p["text"] for p in PASSAGES])

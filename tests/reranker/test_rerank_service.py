@@ -12,7 +12,8 @@ from prometheus_client import REGISTRY
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.schemas import Passage, RerankRequest
-from rag_common.service import ServiceError
+from rag_common.errors import InvalidInput
+from rag_common.service import status_for
 from rag_reranker.batching import MicroBatcher, UnbatchedScorer
 from rag_reranker.rerank_service import RerankService
 from rag_reranker.scorers.base import PairScorer
@@ -20,8 +21,8 @@ from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
 from rag_reranker.stages.candidate_embeddings import CandidateEmbeddings
 from rag_reranker.stages.cross_encoder_stage import NO_MODEL_REASON, CrossEncoderStage
 from rag_reranker.stages.diffusion_stage import DiffusionStage
-from rag_reranker.stages.diversity import GeometricMMR
-from rag_reranker.stages.diversity_stage import DiversityStage
+from rag_reranker.stages.gmmr import GeometricMMR
+from rag_reranker.stages.gmmr_stage import GmmrStage
 from rag_reranker.stages.graph_diffusion import GraphDiffusionReranker
 
 TEXTS = [
@@ -72,7 +73,7 @@ def _stages(queue: Any | None, model_id: str = "tiny-cross-encoder") -> dict[str
     return {
         "cross_encoder": CrossEncoderStage(queue, model_id=model_id if queue is not None else ""),
         "diffusion": DiffusionStage(),
-        "gmmr": DiversityStage(default_relevance="cosine"),  # the published form; scores is tested explicitly
+        "gmmr": GmmrStage(default_relevance="cosine"),  # the published form; scores is tested explicitly
     }
 
 
@@ -459,25 +460,25 @@ async def test_candidate_embeddings_compute_only_what_is_missing(minilm: Sentenc
 
 async def test_embedding_of_the_wrong_dimension_is_a_422(service: RerankService) -> None:
     passages = _passages(TEXTS[:3], np.eye(3))
-    with pytest.raises(ServiceError) as excinfo:
+    with pytest.raises(InvalidInput) as excinfo:
         await service.rerank(_request("q", passages, [{"name": "diffusion"}], top_k=2))
-    assert excinfo.value.status_code == 422
-    assert "384" in excinfo.value.error and "[3]" in excinfo.value.error
+    assert status_for(excinfo.value) == 422
+    assert "384" in excinfo.value.message and "[3]" in excinfo.value.message
 
 
 async def test_mixed_embedding_dimensions_are_a_422_even_without_an_embedder() -> None:
     service = RerankService(_stages(None), default_chain=["diffusion"], embedder=None)
     passages = _passages(TEXTS[:2], np.eye(3))
     passages[1] = passages[1].model_copy(update={"embedding": [0.0, 0.0, 0.0, 1.0]})
-    with pytest.raises(ServiceError) as excinfo:
+    with pytest.raises(InvalidInput) as excinfo:
         await service.rerank(_request("q", passages, None, top_k=2))
-    assert excinfo.value.status_code == 422 and "mixed" in excinfo.value.error
+    assert status_for(excinfo.value) == 422 and "mixed" in excinfo.value.message
 
-    with pytest.raises(ServiceError) as excinfo:
+    with pytest.raises(InvalidInput) as excinfo:
         await service.rerank(
             _request("q", _passages(TEXTS[:2], np.eye(3)), None, top_k=2, query_embedding=[1.0, 0.0, 0.0, 0.0])
         )
-    assert excinfo.value.status_code == 422
+    assert status_for(excinfo.value) == 422
 
 
 async def test_empty_passages_run_no_stage(broken_queue: MicroBatcher) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag_retriever.fusion import RRF_K, candidates_per_list, fuse, min_max_fusion, rrf_fusion
+from rag_retriever.fusion import RRF_K, candidates_per_list, min_max_fusion, rrf_fusion
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
 
@@ -49,29 +49,21 @@ def test_rrf_sums_reciprocal_ranks():
     assert fused[1].score == pytest.approx(1 / (RRF_K + 1))
 
 
-def test_fuse_dispatches_and_rejects_unknown_modes():
-    dense, bm25 = hits(("a", 0.9)), hits(("b", 1.0))
-    assert len(fuse("rrf", dense, bm25, 5)) == 2
-    assert len(fuse("min_max", dense, bm25, 1)) == 1
-    with pytest.raises(ValueError, match="unknown fusion mode"):
-        fuse("max", dense, bm25, 5)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize(("top_k", "expected"), [(1, 50), (12, 50), (13, 52), (50, 200)])
 def test_candidates_per_list(top_k, expected):
     assert candidates_per_list(top_k) == expected
 
 
-@pytest.mark.parametrize("method", ["min_max", "rrf"])
-def test_fused_hits_keep_their_vectors(method):
+@pytest.mark.parametrize("fuse", [min_max_fusion, rrf_fusion], ids=["min_max", "rrf"])
+def test_fused_hits_keep_their_vectors(fuse):
     import numpy as np
 
     vector = {cid: np.full(3, i, dtype=np.float32) for i, cid in enumerate("abc")}
     dense = [ScoredChunk(h.chunk, h.score, vector[h.chunk.chunk_id]) for h in hits(("a", 0.9), ("b", 0.5))]
     bm25 = [ScoredChunk(h.chunk, h.score, vector[h.chunk.chunk_id]) for h in hits(("c", 3.0), ("a", 1.0))]
-    fused = fuse(method, dense, bm25, top_k=3)
+    fused = fuse(dense, bm25, top_k=3)
     assert sorted(hit.chunk.chunk_id for hit in fused) == ["a", "b", "c"]
     for hit in fused:
         assert hit.vector is vector[hit.chunk.chunk_id]
     # Lists without vectors fuse into hits without vectors.
-    assert all(hit.vector is None for hit in fuse(method, hits(("a", 0.9)), hits(("b", 2.0)), top_k=2))
+    assert all(hit.vector is None for hit in fuse(hits(("a", 0.9)), hits(("b", 2.0)), top_k=2))

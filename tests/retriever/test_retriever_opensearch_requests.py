@@ -640,9 +640,9 @@ async def test_ingestor_reports_a_document_the_index_rejected_and_removes_its_pa
 # --------------------------------------------------------------------------- settings → backend
 
 
-async def test_factory_builds_the_backend_from_settings(cluster, monkeypatch):
+async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monkeypatch):
     from rag_retriever.backends import opensearch
-    from rag_retriever.backends.factory import open_backend
+    from rag_retriever.runtime import open_backend
     from rag_retriever.settings import RetrieverSettings
 
     monkeypatch.setattr(opensearch, "create_client", lambda settings: cluster.client())

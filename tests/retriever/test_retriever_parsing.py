@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rag_retriever.parsing import UploadRejected, parse_upload
+from rag_retriever.parsers import UploadRejected, parse_upload
 
 LIMIT = 1024
 

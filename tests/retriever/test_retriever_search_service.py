@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rag_common.schemas import DocumentIn, SearchRequest
-from rag_common.service import ServiceError
+from rag_common.errors import InvalidQuery
+from rag_common.service import status_for
 from rag_retriever.backends.base import FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker
@@ -117,11 +118,11 @@ async def test_filters_and_default_top_k(indexed, embedder):
 
 
 async def test_unknown_filter_field_is_a_400_naming_the_allowed_fields(indexed, embedder):
-    with pytest.raises(ServiceError) as error:
+    with pytest.raises(InvalidQuery) as error:
         await service(indexed, embedder).search(SearchRequest(query="lava", filters={"author": "x"}))
-    assert error.value.status_code == 400
-    assert "author" in error.value.error and "doc_id, source, tenant, content_type" in error.value.error
-    with pytest.raises(ServiceError, match="empty list"):
+    assert status_for(error.value) == 400
+    assert "author" in error.value.message and "doc_id, source, tenant, content_type" in error.value.message
+    with pytest.raises(InvalidQuery, match="empty list"):
         await service(indexed, embedder).search(SearchRequest(query="lava", filters={"tenant": []}))
 
 

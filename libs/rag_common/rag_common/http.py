@@ -1,32 +1,27 @@
-"""Typed JSON calls to another service over a pooled ``httpx.AsyncClient``.
+"""Typed JSON calls, and Server-Sent Event streams, to another service over a pooled ``httpx.AsyncClient``.
 
-Every failure of a downstream call becomes a :class:`DownstreamError` that names the stage,
-so the gateway can answer 503 (unavailable / bad answer) or 504 (timed out) with that name.
+Every failure of a downstream call becomes a :class:`~rag_common.errors.DependencyFailed` that
+names the stage and says how it failed (``unavailable``, ``timeout``, ``bad_response``,
+``rejected``); ``rag_common.service`` turns it into 503 or 504. The status mapping and the pooling
+live here once, for plain calls and streams alike.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
 
 import httpx
+from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 from pydantic import BaseModel, ValidationError
+
+from rag_common.errors import DependencyFailed
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
-FailureKind = Literal["unavailable", "timeout", "bad_response", "rejected"]
-
-
-class DownstreamError(Exception):
-    def __init__(self, stage: str, kind: FailureKind, message: str, status_code: int | None = None):
-        super().__init__(f"{stage}: {message}")
-        self.stage = stage
-        self.kind = kind
-        self.message = message
-        self.status_code = status_code
-
 
 class ServiceClient:
-    """One pooled client per downstream service, with an explicit timeout."""
+    """One pooled client per downstream service, with an explicit timeout (per event, for streams)."""
 
     def __init__(
         self,
@@ -61,32 +56,57 @@ class ServiceClient:
     ) -> ModelT:
         payload = json.model_dump(mode="json") if json is not None else None
         response = await self.raw(method, path, json=payload, **kwargs)
-        if 400 <= response.status_code < 500:
-            raise DownstreamError(self.stage, "rejected", _error_text(response), response.status_code)
-        if response.status_code == 504:
-            raise DownstreamError(self.stage, "timeout", f"HTTP 504: {_error_text(response)}", response.status_code)
-        if response.status_code >= 500:
-            raise DownstreamError(
-                self.stage, "unavailable", f"HTTP {response.status_code}: {_error_text(response)}", response.status_code
-            )
+        if response.status_code >= 400:
+            raise self.status_failure(response)
         try:
             return response_model.model_validate_json(response.content)
         except ValidationError as exc:
-            raise DownstreamError(self.stage, "bad_response", f"unexpected response body: {exc.error_count()} errors") from exc
+            raise DependencyFailed(
+                self.stage, "bad_response", f"unexpected response body: {exc.error_count()} errors"
+            ) from exc
 
     async def post(self, path: str, body: BaseModel, response_model: type[ModelT], **kwargs: Any) -> ModelT:
         return await self.request("POST", path, response_model, json=body, **kwargs)
 
     async def raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """An unparsed call, for pass-through endpoints; transport errors still become DownstreamError."""
+        """An unparsed call, for pass-through endpoints; transport errors still become DependencyFailed."""
         try:
             return await self._client.request(method, path, **kwargs)
-        except httpx.TimeoutException as exc:
-            raise DownstreamError(self.stage, "timeout", f"no answer from {self.base_url}{path} in time") from exc
-        except httpx.TransportError as exc:
-            raise DownstreamError(
-                self.stage, "unavailable", f"cannot reach {self.base_url}{path}: {type(exc).__name__}"
-            ) from exc
+        except httpx.HTTPError as exc:
+            raise self.transport_failure(path, exc) from exc
+
+    async def stream_sse(self, path: str, body: BaseModel) -> AsyncIterator[ServerSentEvent]:
+        """POST ``body`` and yield the response's Server-Sent Events as they arrive.
+
+        A non-200 answer, a broken connection, a silent peer (no event within the timeout) or a
+        malformed stream raise DependencyFailed, the same as :meth:`request`; what the events
+        mean is the caller's business.
+        """
+        try:
+            async with aconnect_sse(self._client, "POST", path, json=body.model_dump(mode="json")) as source:
+                if source.response.status_code != 200:
+                    await source.response.aread()
+                    raise self.status_failure(source.response)
+                async for event in source.aiter_sse():
+                    yield event
+        except httpx.HTTPError as exc:
+            raise self.transport_failure(path, exc) from exc
+        except SSEError as exc:
+            raise DependencyFailed(self.stage, "bad_response", str(exc)) from exc
+
+    def status_failure(self, response: httpx.Response) -> DependencyFailed:
+        """A 4xx/5xx answer as the failure it means: 4xx ``rejected``, 504 ``timeout``, else ``unavailable``."""
+        code, text = response.status_code, error_text(response)
+        if 400 <= code < 500:
+            return DependencyFailed(self.stage, "rejected", text, code)
+        if code == 504:
+            return DependencyFailed(self.stage, "timeout", f"HTTP 504: {text}", code)
+        return DependencyFailed(self.stage, "unavailable", f"HTTP {code}: {text}", code)
+
+    def transport_failure(self, path: str, exc: httpx.HTTPError) -> DependencyFailed:
+        if isinstance(exc, httpx.TimeoutException):
+            return DependencyFailed(self.stage, "timeout", f"no answer from {self.base_url}{path} in time")
+        return DependencyFailed(self.stage, "unavailable", f"cannot reach {self.base_url}{path}: {type(exc).__name__}")
 
     async def is_healthy(self) -> str:
         try:
@@ -96,11 +116,12 @@ class ServiceClient:
         return "ok" if response.status_code == 200 else f"HTTP {response.status_code}"
 
 
-def _error_text(response: httpx.Response) -> str:
+def error_text(response: httpx.Response) -> str:
+    """The ``error`` of a service's JSON error body, else the body itself (cut to 300 characters)."""
     try:
         body = response.json()
     except ValueError:
         return response.text[:300]
     if isinstance(body, dict) and "error" in body:
-        return str(body["error"])
+        return str(body["error"])[:300]
     return str(body)[:300]

@@ -1,6 +1,8 @@
 """The chat-model seam: a ``ChatOpenAI`` bound to any OpenAI-compatible endpoint.
 
-Imported only by services that call an LLM (refiner, generator), so the gateway stays light.
+Of the services, imported only by the three that call an LLM, so the gateway and retriever stay
+light: the refiner (rewrite, intent, HyDE), the generator (answers) and the reranker (adaptive λ
+only). rag_eval's judge and the benchmarks use it too.
 """
 
 from __future__ import annotations

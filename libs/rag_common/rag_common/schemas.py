@@ -17,7 +17,10 @@ Intent = Literal["rag", "chitchat", "meta", "out_of_scope"]
 
 #: Upper bound on a user message, in characters (about 2k tokens). Longer input is a 422.
 MAX_MESSAGE_CHARS = 8000
+#: Upper bound on the passages an answer is written from (``ChatRequest.top_k``, generator input).
 MAX_TOP_K = 50
+#: Upper bound on the candidates one search or rerank returns (``SearchRequest``/``RerankRequest.top_k``).
+MAX_SEARCH_TOP_K = 200
 
 
 class WireModel(BaseModel):
@@ -113,7 +116,7 @@ class RefineResponse(WireModel):
 
 class SearchRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
-    top_k: int = Field(default=10, ge=1, le=200)
+    top_k: int = Field(default=10, ge=1, le=MAX_SEARCH_TOP_K)
     mode: SearchMode = "hybrid"
     filters: dict[str, str | list[str]] = Field(default_factory=dict)
     #: Return each passage's stored embedding and the query's embedding (for the reranker).
@@ -177,13 +180,13 @@ class DocumentList(WireModel):
 # --------------------------------------------------------------------------- reranker
 
 
-class CrossEncoderStage(WireModel):
+class CrossEncoderSpec(WireModel):
     """Score every (query, passage) pair with the configured cross-encoder; skipped if none is set."""
 
     name: Literal["cross_encoder"] = "cross_encoder"
 
 
-class DiffusionStage(WireModel):
+class DiffusionSpec(WireModel):
     """Personalised PageRank over the candidates' cosine-similarity graph, seeded by the current scores."""
 
     name: Literal["diffusion"] = "diffusion"
@@ -191,7 +194,7 @@ class DiffusionStage(WireModel):
     top_k_edges: int | None = Field(default=None, ge=1, description="Keep only the k strongest edges per node.")
 
 
-class DiversityStage(WireModel):
+class GmmrSpec(WireModel):
     """Geometric MMR (DF-RAG): relevant and diverse ``top_k``; ``mmr_lambda="adaptive"`` lets an LLM pick λ."""
 
     name: Literal["gmmr"] = "gmmr"
@@ -211,16 +214,16 @@ class DiversityStage(WireModel):
         return value
 
 
-RerankStage = Annotated[CrossEncoderStage | DiffusionStage | DiversityStage, Field(discriminator="name")]
+RerankStageSpec = Annotated[CrossEncoderSpec | DiffusionSpec | GmmrSpec, Field(discriminator="name")]
 RerankStageName = Literal["cross_encoder", "diffusion", "gmmr"]
 
 
 class RerankRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     passages: list[Passage] = Field(max_length=500)
-    top_k: int = Field(default=5, ge=1, le=200)
+    top_k: int = Field(default=5, ge=1, le=MAX_SEARCH_TOP_K)
     #: The chain to run, in order; ``None`` runs the service's configured default chain.
-    stages: list[RerankStage] | None = Field(default=None, max_length=8)
+    stages: list[RerankStageSpec] | None = Field(default=None, max_length=8)
     #: The query's embedding in the passages' embedding space (the retriever's ``query_embedding``).
     query_embedding: list[float] | None = None
 
@@ -252,7 +255,7 @@ class RerankResponse(WireModel):
 
 class GenerateRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
-    passages: list[Passage] = Field(max_length=50)
+    passages: list[Passage] = Field(max_length=MAX_TOP_K)
     history: list[HistoryTurn] = Field(default_factory=list)
 
 

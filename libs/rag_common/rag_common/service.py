@@ -1,15 +1,16 @@
 """What every service's FastAPI app has in common: health, readiness, metrics, error bodies.
 
-A service builds its app with :func:`create_service_app` and registers its own routes; the
-probes and the error format are then the same across the five services.
+A service builds its app with :func:`create_service_app` from its runtime opener and registers its
+own routes; the lifespan, the probes and the error format are then the same across the five
+services. Domain errors (``rag_common.errors``) become status codes here, in ``STATUS_BY_ERROR``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,23 +18,43 @@ from fastapi.responses import JSONResponse
 from prometheus_fastapi_instrumentator import Instrumentator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rag_common.errors import (
+    DependencyFailed,
+    InvalidInput,
+    InvalidQuery,
+    NotFound,
+    PayloadTooLarge,
+    RagError,
+    UnsupportedMediaType,
+)
 from rag_common.schemas import ErrorBody
 
 logger = logging.getLogger(__name__)
 
-#: A readiness check returns ``{dependency: "ok" | reason}``; any non-"ok" value means not ready.
-ReadinessCheck = Callable[[], Awaitable[dict[str, str]]]
+#: The one place a domain error becomes a status code. Checked in order, so a subclass listed
+#: before its base wins; a RagError not listed is a 500.
+STATUS_BY_ERROR: tuple[tuple[type[RagError], int], ...] = (
+    (InvalidQuery, 400),
+    (NotFound, 404),
+    (PayloadTooLarge, 413),
+    (UnsupportedMediaType, 415),
+    (InvalidInput, 422),
+    (DependencyFailed, 503),
+)
 
 
-class ServiceError(Exception):
-    """An error a service reports to its caller with a specific status and message."""
+def status_for(error: RagError) -> int:
+    """The HTTP status of ``error``: a dependency that timed out is 504, any other failure of one 503."""
+    if isinstance(error, DependencyFailed) and error.kind == "timeout":
+        return 504
+    for error_type, status in STATUS_BY_ERROR:
+        if isinstance(error, error_type):
+            return status
+    return 500
 
-    def __init__(self, status_code: int, error: str, detail: Any = None, stage: str | None = None):
-        super().__init__(error)
-        self.status_code = status_code
-        self.error = error
-        self.detail = detail
-        self.stage = stage
+
+def error_body(error: RagError) -> ErrorBody:
+    return ErrorBody(error=error.message, detail=error.detail, stage=error.stage)
 
 
 def _error_response(status_code: int, body: ErrorBody) -> JSONResponse:
@@ -49,9 +70,9 @@ def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ServiceError)
-    async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return _error_response(exc.status_code, ErrorBody(error=exc.error, detail=exc.detail, stage=exc.stage))
+    @app.exception_handler(RagError)
+    async def _rag_error(_: Request, exc: RagError) -> JSONResponse:
+        return _error_response(status_for(exc), error_body(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -69,14 +90,32 @@ def install_error_handlers(app: FastAPI) -> None:
         return _error_response(500, ErrorBody(error=f"internal error: {type(exc).__name__}"))
 
 
+class ServiceRuntime(Protocol):
+    """What a service's ``runtime.py`` opens: its assembled parts, and whether their dependencies are up."""
+
+    async def readiness(self) -> dict[str, str]:
+        """``{dependency: "ok" | reason}``; any value other than ``"ok"`` means not ready."""
+
+
 def create_service_app(
     name: str,
+    open_runtime: Callable[[], AbstractAsyncContextManager[ServiceRuntime]],
     *,
-    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]] | None = None,
-    readiness: ReadinessCheck | None = None,
     version: str = "0.1.0",
 ) -> FastAPI:
-    """A FastAPI app with ``/healthz``, ``/readyz``, ``/metrics`` and uniform error bodies."""
+    """A FastAPI app with ``/healthz``, ``/readyz``, ``/metrics`` and uniform error bodies.
+
+    The app's lifespan is ``async with open_runtime() as runtime``: the runtime (every model,
+    client and index the service uses, assembled by its ``runtime.py``) is ``app.state.runtime``
+    while the app serves, and ``/readyz`` asks it. The same runtime is what the eval harness and the
+    benchmarks open, without HTTP.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with open_runtime() as runtime:
+            app.state.runtime = runtime
+            yield
 
     app = FastAPI(title=f"rag-{name}", version=version, lifespan=lifespan)
     install_error_handlers(app)
@@ -86,8 +125,9 @@ def create_service_app(
         return {"status": "ok", "service": name}
 
     @app.get("/readyz", tags=["ops"])
-    async def readyz() -> JSONResponse:
-        checks = await readiness() if readiness is not None else {}
+    async def readyz(request: Request) -> JSONResponse:
+        runtime: ServiceRuntime | None = getattr(request.app.state, "runtime", None)
+        checks = await runtime.readiness() if runtime is not None else {"runtime": "not started"}
         ready = all(value == "ok" for value in checks.values())
         return JSONResponse(
             status_code=200 if ready else 503,

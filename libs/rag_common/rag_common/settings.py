@@ -17,7 +17,8 @@ class ServiceSettings(BaseSettings):
 
 
 class LLMSettings(BaseSettings):
-    """The OpenAI-compatible chat endpoint used by the refiner and the generator (prefix ``LLM_``)."""
+    """The OpenAI-compatible chat endpoint (prefix ``LLM_``), used by three services: the refiner
+    (rewrite, intent, HyDE), the generator (answers) and the reranker (adaptive λ only)."""
 
     model_config = SettingsConfigDict(env_prefix="LLM_", extra="ignore")
 

@@ -7,8 +7,8 @@ load_history → refine ─┬─ rag ─────────── retrieve
 
 The branch is a conditional edge on the refiner's ``intent``: only ``rag`` reaches the retriever,
 reranker and generator; the other three answer without any LLM call. Each node calls at most one
-service over HTTP and records its own latency. A node that fails raises :class:`DownstreamError`
-naming its stage; the graph stops there, so ``save_turn`` (the only writer) never runs for a
+service over HTTP and records its own latency. A node that fails raises :class:`DependencyFailed`
+naming its stage (the conversation store raises it for Redis too); the graph stops there, so ``save_turn`` (the only writer) never runs for a
 failed request and the conversation is left untouched. The one exception is rerank: ranking
 quality is not worth a lost request, so a reranker that is down, slow or broken leaves the
 retriever's order in place and the response lists it in ``degraded``.
@@ -28,17 +28,16 @@ import logging
 import operator
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from prometheus_client import Histogram
-from redis.exceptions import RedisError
 
-from rag_common.http import DownstreamError, ServiceClient
+from rag_common.errors import DependencyFailed
+from rag_common.history import HistoryWindow, cut_history
+from rag_common.http import ServiceClient
 from rag_common.schemas import (
     GenerateRequest,
     GenerateResponse,
@@ -55,8 +54,7 @@ from rag_common.schemas import (
     Turn,
 )
 from rag_gateway.conversation_store import ConversationStore
-from rag_gateway.generator_stream import GeneratorStreamClient, Token
-from rag_gateway.history_budget import fit_history
+from rag_gateway.generator_stream import Token, generation_events
 
 logger = logging.getLogger(__name__)
 
@@ -97,31 +95,27 @@ class ChatServices:
     reranker: ServiceClient
     generator: ServiceClient
     store: ConversationStore
-    #: The generator's SSE endpoint, for requests with ``stream`` set.
-    generator_stream: GeneratorStreamClient | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Replies:
-    """The fixed texts of the branches that need no LLM."""
+    """The fixed texts of the branches that need no LLM (``GATEWAY_*_REPLY``; defaults in settings)."""
 
-    chitchat: str = "Hello! I answer questions about the indexed documents. What would you like to know?"
-    thanks: str = "You're welcome! Ask me anything else about the documents."
-    out_of_scope: str = "Sorry, I can only answer questions about the indexed documents, and that is outside them."
+    chitchat: str
+    thanks: str
+    out_of_scope: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChatPolicy:
-    #: Upper bound on the turns loaded for the LLMs' history.
-    history_turns: int
+    #: What the refiner and generator see of the conversation (cut once, here).
+    history: HistoryWindow
     retrieval_candidates: int
     search_mode: SearchMode
     #: Ask the retriever for stored embeddings and hand them to the reranker (diffusion and gMMR
     #: need them; otherwise the reranker re-embeds every candidate).
-    pass_embeddings: bool = True
-    #: Token budget of the history sent to the refiner and generator (see history_budget).
-    history_token_budget: int = 1024
-    replies: Replies = field(default_factory=Replies)
+    pass_embeddings: bool
+    replies: Replies
 
 
 #: The node each intent leads to after refine.
@@ -175,29 +169,19 @@ class _Timer:
         return {self.stage: round(self.seconds * 1000, 2)}
 
 
-@contextmanager
-def _store_stage() -> Iterator[None]:
-    """Any Redis failure inside a node is the conversation store being unavailable."""
-    try:
-        yield
-    except (RedisError, OSError) as exc:
-        raise DownstreamError("conversation_store", "unavailable", f"redis: {type(exc).__name__}: {exc}") from exc
-
-
 def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
     """Compile the graph; ``await graph.ainvoke({"conversation_id", "message", "top_k"})``."""
 
     async def load_history(state: ChatState) -> dict[str, Any]:
         with _Timer("history") as timer:
+            turns = policy.history.turns
             if state.get("conversation_id") is None:
-                transcript = state.get("transcript", [])
-                recent = transcript[-policy.history_turns :] if policy.history_turns else []
-            elif policy.history_turns:
-                with _store_stage():
-                    recent = await services.store.turns(state["conversation_id"], last=policy.history_turns)
+                recent = state.get("transcript", [])[-turns:] if turns else []
+            elif turns:
+                recent = await services.store.turns(state["conversation_id"], last=turns)
             else:
                 recent = []
-            history = fit_history(_history_for_llm(recent), policy.history_token_budget)
+            history = cut_history(_history_for_llm(recent), policy.history)
         return {"history": history, "timings_ms": timer.ms}
 
     async def refine(state: ChatState) -> dict[str, Any]:
@@ -246,10 +230,10 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                         ),
                         RerankResponse,
                     )
-                except DownstreamError as exc:
+                except DependencyFailed as exc:
                     logger.warning("rerank bypassed, keeping the retriever's order: %s", exc)
                     passages, stages = candidates[:top_k], []
-                    degraded.append(f"reranker {exc.kind}: {exc.message}"[:300])
+                    degraded.append(f"reranker {exc.kind}: {exc.reason}"[:300])
                 else:
                     passages, stages = result.passages, result.stages
                     degraded.extend(
@@ -263,9 +247,9 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         request = GenerateRequest(query=state["refined"].query, passages=state["passages"], history=state["history"])
         timings: dict[str, float] = {}
         with _Timer("generate") as timer:
-            if state.get("stream") and services.generator_stream is not None:
+            if state.get("stream"):
                 generation = None
-                async for item in services.generator_stream.stream(request):
+                async for item in generation_events(services.generator, request):
                     if isinstance(item, Token):
                         if "first_token" not in timings:
                             timings["first_token"] = round((time.perf_counter() - timer.started) * 1000, 2)
@@ -273,7 +257,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     else:
                         generation = item
                 if generation is None:  # the stream client raises first; kept for safety under -O
-                    raise DownstreamError("generator", "bad_response", "the stream ended without a final event")
+                    raise DependencyFailed("generator", "bad_response", "the stream ended without a final event")
             else:
                 generation = await services.generator.post("/v1/generate", request, GenerateResponse)
         return {"generation": generation, "timings_ms": timer.ms | timings}
@@ -289,8 +273,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             if state.get("conversation_id") is None:
                 turns = state.get("transcript", [])
             else:
-                with _store_stage():
-                    turns = await services.store.turns(state["conversation_id"])
+                turns = await services.store.turns(state["conversation_id"])
         answer = describe_conversation(turns)
         _emit(answer)
         return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False), "timings_ms": timer.ms}
@@ -315,8 +298,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         if state.get("conversation_id") is None:
             return {"turn": turn}
         with _Timer("save") as timer:
-            with _store_stage():
-                await services.store.append(state["conversation_id"], turn)
+            await services.store.append(state["conversation_id"], turn)
         return {"turn": turn, "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)

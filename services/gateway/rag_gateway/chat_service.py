@@ -10,62 +10,41 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from redis.exceptions import RedisError
-
-from rag_common.http import DownstreamError
+from rag_common.errors import NotFound, RagError
 from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, Turn
-from rag_common.service import ServiceError
 from rag_gateway.conversation_store import ConversationStore
 
 logger = logging.getLogger(__name__)
 
 
-class ConversationNotFound(ServiceError):
+class ConversationNotFound(NotFound):
     def __init__(self, conversation_id: str) -> None:
-        super().__init__(404, f"conversation {conversation_id!r} not found (it may have expired or been deleted)")
-
-
-def downstream_to_service_error(exc: DownstreamError) -> ServiceError:
-    """504 when a stage timed out; 503 when it was down or answered badly; the stage is named."""
-    if exc.kind == "timeout":
-        return ServiceError(504, f"{exc.stage} timed out: {exc.message}", stage=exc.stage)
-    if exc.kind == "rejected":
-        # A downstream 4xx on input the gateway already validated is a contract problem, not the user's.
-        return ServiceError(503, f"{exc.stage} rejected the request: {exc.message}", stage=exc.stage)
-    return ServiceError(503, f"{exc.stage} unavailable: {exc.message}", stage=exc.stage)
-
-
-def _store_unavailable(exc: Exception) -> ServiceError:
-    return ServiceError(503, f"conversation_store unavailable: {exc}", stage="conversation_store")
-
-
-def _error_data(error: ServiceError) -> dict[str, Any]:
-    return {"error": error.error, "status": error.status_code, "stage": error.stage}
+        super().__init__(f"conversation {conversation_id!r} not found (it may have expired or been deleted)")
 
 
 @dataclass(frozen=True)
 class StreamEvent:
-    """One event of a streamed answer; ``data`` is the JSON payload (``final``: a ChatResponse)."""
+    """One event of a streamed answer: ``data`` is the JSON payload (``final``: a ChatResponse), or,
+    for ``error``, the domain error (the HTTP layer gives it its status)."""
 
     name: Literal["meta", "token", "final", "error"]
-    data: dict[str, Any] | ChatResponse
-
-
-@contextmanager
-def _store_errors() -> Iterator[None]:
-    try:
-        yield
-    except (RedisError, OSError) as exc:
-        raise _store_unavailable(exc) from exc
+    data: dict[str, Any] | ChatResponse | RagError
 
 
 class ChatService:
-    def __init__(self, graph: Any, store: ConversationStore, *, default_top_k: int, hyde_default: bool = False) -> None:
+    def __init__(
+        self,
+        graph: Any,
+        store: ConversationStore,
+        *,
+        default_top_k: int,
+        hyde_default: bool,
+    ) -> None:
         self._graph = graph
         self._store = store
         self._default_top_k = default_top_k
@@ -75,9 +54,8 @@ class ChatService:
         """A new id when ``conversation_id`` is None; else the id, if that conversation exists (404 if not)."""
         if conversation_id is None:
             return self._store.new_id()
-        with _store_errors():
-            if not await self._store.exists(conversation_id):
-                raise ConversationNotFound(conversation_id)
+        if not await self._store.exists(conversation_id):
+            raise ConversationNotFound(conversation_id)
         return conversation_id
 
     def _input(
@@ -131,13 +109,7 @@ class ChatService:
             yield event
 
     async def _run(self, state_in: dict[str, Any], started: float) -> ChatResponse:
-        try:
-            state = await self._graph.ainvoke(state_in)
-        except DownstreamError as exc:
-            raise downstream_to_service_error(exc) from exc
-        except (RedisError, OSError) as exc:
-            raise _store_unavailable(exc) from exc
-        return _response(state, started)
+        return _response(await self._graph.ainvoke(state_in), started)
 
     async def _stream(self, state_in: dict[str, Any], started: float) -> AsyncIterator[StreamEvent]:
         """Run the graph streamed: ``meta`` once refine is done, ``token`` per answer delta, then
@@ -162,28 +134,23 @@ class ChatService:
                                 "intent": refined.intent,
                             },
                         )
-        except DownstreamError as exc:
-            yield StreamEvent("error", _error_data(downstream_to_service_error(exc)))
-            return
-        except (RedisError, OSError) as exc:
-            yield StreamEvent("error", _error_data(_store_unavailable(exc)))
+        except RagError as exc:
+            yield StreamEvent("error", exc)
             return
         except Exception as exc:  # noqa: BLE001 - the stream has started: report, never hang up silently
             logger.exception("chat stream failed")
-            yield StreamEvent("error", {"error": f"internal error: {type(exc).__name__}", "status": 500, "stage": None})
+            yield StreamEvent("error", RagError(f"internal error: {type(exc).__name__}"))
             return
         yield StreamEvent("final", _response(state, started))
 
     async def conversation(self, conversation_id: str) -> ConversationOut:
-        with _store_errors():
-            turns = await self._store.turns(conversation_id)
+        turns = await self._store.turns(conversation_id)
         if not turns:
             raise ConversationNotFound(conversation_id)
         return ConversationOut(conversation_id=conversation_id, turns=turns)
 
     async def delete_conversation(self, conversation_id: str) -> None:
-        with _store_errors():
-            deleted = await self._store.delete(conversation_id)
+        deleted = await self._store.delete(conversation_id)
         if not deleted:
             raise ConversationNotFound(conversation_id)
 

@@ -27,7 +27,9 @@ from typing import Any, Literal
 from fastapi.sse import format_sse_event
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rag_common.errors import RagError
 from rag_common.schemas import MAX_MESSAGE_CHARS, MAX_TOP_K, ChatResponse, Citation, Turn
+from rag_common.service import status_for
 from rag_gateway.chat_service import StreamEvent
 
 SOURCES_HEADER = "Sources:"
@@ -197,13 +199,13 @@ async def completion_chunks(events: AsyncIterator[StreamEvent], model: str) -> A
             yield format_sse_event(data_str="[DONE]")
             return
         elif event.name == "error":
-            assert isinstance(event.data, dict)
+            assert isinstance(event.data, RagError)
             error = {
-                "message": event.data["error"],
+                "message": event.data.message,
                 "type": "server_error",
-                "code": event.data["status"],
+                "code": status_for(event.data),
                 "param": None,
-                "stage": event.data.get("stage"),
+                "stage": event.data.stage,
             }
             yield format_sse_event(data_str=json.dumps({"error": error}))
             return

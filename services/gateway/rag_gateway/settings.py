@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from rag_common.history import HistoryWindow
 from rag_common.schemas import SearchMode
 from rag_common.settings import ServiceSettings
 
@@ -39,13 +40,28 @@ class GatewaySettings(ServiceSettings):
     conversation_max_turns: int = Field(default=50, description="Turns kept per conversation (older ones dropped). Default 50.")
     conversation_ttl_s: int = Field(default=7 * 24 * 3600, description="Conversation lifetime after its last turn, seconds. Default 604800 (7 days).")
     history_turns: int = Field(
-        default=3, ge=0, description="Upper bound on the recent turns sent to the refiner and generator. Default 3."
+        default=3,
+        ge=0,
+        description="Upper bound on the recent turns sent to the refiner and generator (the one place history "
+        "is cut: they show the model what they receive). Default 3.",
     )
     history_token_budget: int = Field(
         default=1024,
         ge=0,
         description="Token budget of that history: the most recent turns whose question + answer fit are sent, "
-        "older ones dropped (counted by rag_gateway.history_budget, an offline approximation). Default 1024.",
+        "older ones dropped (counted by rag_common.history, an offline approximation). Default 1024.",
+    )
+    history_answer_chars: int = Field(
+        default=300,
+        ge=0,
+        description="Each past answer is cut to this many characters before the refiner and generator see it: "
+        "small models lose the question in long context. Default 300.",
+    )
+    history_question_chars: int = Field(
+        default=400,
+        ge=1,
+        description="Each past (standalone) question is cut to this many characters; only guards against an "
+        "oversized one. Default 400.",
     )
     hyde_default: bool = Field(
         default=False,
@@ -69,3 +85,11 @@ class GatewaySettings(ServiceSettings):
         description="Model id listed by GET /v1/models for OpenAI-compatible clients. Default rag-gateway.",
     )
     max_upload_mb: float = Field(default=20.0, description="Largest accepted upload request, MiB. Default 20.")
+
+    def history_window(self) -> HistoryWindow:
+        return HistoryWindow(
+            turns=self.history_turns,
+            token_budget=self.history_token_budget,
+            question_chars=self.history_question_chars,
+            answer_chars=self.history_answer_chars,
+        )

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessageChunk, BaseMessage
 from langchain_core.runnables import Runnable
 
 from rag_common.schemas import GenerateRequest, GenerateResponse, HistoryTurn, Passage
-from rag_common.service import ServiceError
+from rag_common.errors import DependencyFailed
 from rag_generator.answer_assembly import ABSTAIN_MESSAGE, abstention, answer_from_model_output, answer_from_reply
 from rag_generator.answer_prompt import build_answer_messages, number_sources
 from rag_generator.answer_schema import build_answer_schema
@@ -36,8 +36,6 @@ __all__ = ["ABSTAIN_MESSAGE", "AnswerGenerator", "abstention", "answer_from_mode
 
 logger = logging.getLogger(__name__)
 
-#: Past questions are standalone queries; this only guards against an oversized history entry.
-HISTORY_QUESTION_CHARS = 400
 #: The model replied but the reply was cut off (or filtered): an output problem, not an outage.
 _CUT_OFF = (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError)
 
@@ -73,8 +71,6 @@ class AnswerGenerator:
         max_passage_chars: int = 1200,
         answer_max_chars: int = 1000,
         max_citations: int = 4,
-        history_turns: int = 2,
-        history_answer_chars: int = 200,
         llm_timeout_s: float = 90.0,
         quote_match_threshold: float = DEFAULT_QUOTE_MATCH_THRESHOLD,
         structured_method: StructuredMethod = "json_schema",
@@ -83,8 +79,6 @@ class AnswerGenerator:
         self._max_passages = max_passages
         self._max_passage_chars = max_passage_chars
         self._limits = ResponseLimits(answer_max_chars=answer_max_chars, max_citations=max_citations)
-        self._history_turns = history_turns
-        self._history_answer_chars = history_answer_chars
         self._llm_timeout_s = llm_timeout_s
         self._verifier = CitationVerifier(quote_match_threshold)
         #: ``json_schema`` until the endpoint refuses it, then ``function_calling`` for good.
@@ -126,8 +120,7 @@ class AnswerGenerator:
             logger.info("streamed reply unusable (%s)", type(exc).__name__)
             truncated = True
         except (TimeoutError, openai.APIError) as exc:
-            failure = self._llm_failure(exc)
-            yield ErrorEvent(failure.error, failure.status_code)
+            yield ErrorEvent(self._llm_failure(exc))
             return
         response = await self._conclude(prompt, _Reply(None, answer_text.raw, truncated), deadline)
         yield FinalEvent(response)
@@ -137,20 +130,13 @@ class AnswerGenerator:
     def _prompt(self, request: GenerateRequest) -> _Prompt:
         sources = number_sources(request.passages, self._max_passages)
         messages = build_answer_messages(
-            request.query, sources, self._prompt_history(request.history), max_passage_chars=self._max_passage_chars
+            # The history arrives cut by the gateway (rag_common.history): shown as received.
+            request.query, sources, request.history, max_passage_chars=self._max_passage_chars
         )
         schema = build_answer_schema(
             sources, answer_max_chars=self._limits.answer_max_chars, max_citations=self._limits.max_citations
         )
         return _Prompt(sources, messages, schema)
-
-    def _prompt_history(self, history: Sequence[HistoryTurn]) -> list[HistoryTurn]:
-        if self._history_turns <= 0:
-            return []
-        return [
-            HistoryTurn(question=turn.question[:HISTORY_QUESTION_CHARS], answer=turn.answer[: self._history_answer_chars])
-            for turn in history[-self._history_turns :]
-        ]
 
     def _deadline(self) -> float:
         return asyncio.get_running_loop().time() + self._llm_timeout_s
@@ -252,12 +238,12 @@ class AnswerGenerator:
         )
         self.structured_method = "function_calling"
 
-    def _llm_failure(self, exc: BaseException) -> ServiceError:
+    def _llm_failure(self, exc: BaseException) -> DependencyFailed:
         if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
-            return ServiceError(504, f"llm timed out: no answer within {self._llm_timeout_s:g}s")
+            return DependencyFailed("llm", "timeout", f"no answer within {self._llm_timeout_s:g}s")
         if isinstance(exc, openai.APIStatusError):
-            return ServiceError(503, f"llm unavailable: HTTP {exc.status_code}: {exc.message}"[:300])
-        return ServiceError(503, f"llm unavailable: {type(exc).__name__}: {exc}"[:300])
+            return DependencyFailed("llm", "unavailable", f"HTTP {exc.status_code}: {exc.message}"[:280], exc.status_code)
+        return DependencyFailed("llm", "unavailable", f"{type(exc).__name__}: {exc}"[:280])
 
 
 def _reply_of(result: Mapping[str, Any]) -> _Reply:

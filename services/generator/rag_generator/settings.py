@@ -33,12 +33,6 @@ class GeneratorSettings(ServiceSettings):
         description="Upper bound on generated tokens per answer; kept above what the schema's length bounds "
         "allow (600 + 3 x 120 characters) so a grammar-constrained reply always closes. Default 600.",
     )
-    history_turns: int = Field(
-        default=2, ge=0, description="Most recent conversation turns shown to the model (0 = none). Default 2."
-    )
-    history_answer_chars: int = Field(
-        default=200, ge=0, description="Each past answer is cut to this many characters in the prompt. Default 200."
-    )
     frequency_penalty: float = Field(
         default=0.3,
         ge=-2.0,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rag_common.errors import RagError
 from rag_common.schemas import GenerateResponse
 
 
@@ -23,10 +24,9 @@ class FinalEvent:
 
 @dataclass(frozen=True)
 class ErrorEvent:
-    """The LLM failed (``status`` 503 unavailable, 504 timed out); the stream ends here."""
+    """The LLM failed (unavailable or timed out); the stream ends here. The app gives it its status."""
 
-    error: str
-    status: int
+    error: RagError
 
 
 StreamEvent = TokenEvent | FinalEvent | ErrorEvent

@@ -12,7 +12,6 @@ from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS, HydeWriter
 from rag_refiner.intent_router import IntentDecision, IntentRouter
 from rag_refiner.llm_call import LLMUnavailable, UnusableOutput, bounded_llm_call
 from rag_refiner.rewrite_guard import check_rewrite
-from rag_refiner.settings import RefinerSettings
 from rag_refiner.standalone_rewriter import StandaloneQuestionRewriter
 
 
@@ -45,8 +44,6 @@ class QueryRefiner:
         self,
         chat_model: BaseChatModel,
         *,
-        history_turns: int = 3,
-        history_answer_chars: int = 300,
         max_query_chars: int = 400,
         llm_timeout_s: float = 20.0,
         intent_router: IntentRouter | None = None,
@@ -55,28 +52,8 @@ class QueryRefiner:
         self._rewriter = StandaloneQuestionRewriter(chat_model)
         self._router = intent_router or IntentRouter(chat_model, llm_timeout_s=llm_timeout_s)
         self._hyde = HydeWriter(chat_model, max_tokens=hyde_max_tokens)
-        self._history_turns = history_turns
-        self._history_answer_chars = history_answer_chars
         self._max_query_chars = max_query_chars
         self._llm_timeout_s = llm_timeout_s
-
-    @classmethod
-    def from_settings(cls, chat_model: BaseChatModel, settings: RefinerSettings) -> QueryRefiner:
-        router = IntentRouter(
-            chat_model if settings.intent_llm else None,
-            confidence_threshold=settings.intent_confidence_threshold,
-            llm_min_confidence=settings.intent_llm_min_confidence,
-            llm_timeout_s=settings.llm_timeout_s,
-        )
-        return cls(
-            chat_model,
-            history_turns=settings.history_turns,
-            history_answer_chars=settings.history_answer_chars,
-            max_query_chars=settings.max_query_chars,
-            llm_timeout_s=settings.llm_timeout_s,
-            intent_router=router,
-            hyde_max_tokens=settings.hyde_max_tokens,
-        )
 
     async def refine(self, request: RefineRequest) -> RefineResponse:
         message = request.message
@@ -112,8 +89,8 @@ class QueryRefiner:
             hyde_query=hyde_query,
         )
 
-    async def _rewrite(self, message: str, full_history: list[HistoryTurn]) -> _Rewrite:
-        history = self.prompt_history(full_history)
+    async def _rewrite(self, message: str, history: list[HistoryTurn]) -> _Rewrite:
+        # The history arrives cut by the gateway (rag_common.history); the model sees it as received.
         try:
             rewrite = await bounded_llm_call("rewrite", self._rewriter.rewrite(message, history), self._llm_timeout_s)
         except UnusableOutput as exc:
@@ -137,16 +114,6 @@ class QueryRefiner:
         except (UnusableOutput, LLMUnavailable) as exc:
             return None, str(exc)
         return HydeWriter.search_text(query, passage), ""
-
-    def prompt_history(self, history: list[HistoryTurn]) -> list[HistoryTurn]:
-        """The window of turns the model sees, cut so the prompt stays small for a small model."""
-        return [
-            HistoryTurn(
-                question=turn.question[: self._max_query_chars],
-                answer=turn.answer[: self._history_answer_chars],
-            )
-            for turn in history[-self._history_turns :]
-        ]
 
     @staticmethod
     def _append_context(message: str, history: list[HistoryTurn], detail: str) -> _Rewrite:

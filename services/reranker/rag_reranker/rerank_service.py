@@ -15,27 +15,27 @@ import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import (
-    CrossEncoderStage,
-    DiffusionStage,
-    DiversityStage,
+    CrossEncoderSpec,
+    DiffusionSpec,
+    GmmrSpec,
     Passage,
     RerankRequest,
     RerankResponse,
-    RerankStage,
     RerankStageName,
+    RerankStageSpec,
     StageReport,
 )
-from rag_common.service import ServiceError
+from rag_common.errors import InvalidInput
 from rag_reranker.metrics import INFLIGHT_REQUESTS, REQUEST_SECONDS, STAGE_SECONDS
 from rag_reranker.stages.base import CandidateSet, ChainStage, StageSkipped
 from rag_reranker.stages.candidate_embeddings import CandidateEmbeddings, EmbeddingMismatch
 
 logger = logging.getLogger(__name__)
 
-_SPEC_BY_NAME: dict[str, type] = {"cross_encoder": CrossEncoderStage, "diffusion": DiffusionStage, "gmmr": DiversityStage}
+_SPEC_BY_NAME: dict[str, type] = {"cross_encoder": CrossEncoderSpec, "diffusion": DiffusionSpec, "gmmr": GmmrSpec}
 
 
-def default_specs(names: Sequence[RerankStageName]) -> list[RerankStage]:
+def default_specs(names: Sequence[RerankStageName]) -> list[RerankStageSpec]:
     return [_SPEC_BY_NAME[name]() for name in names]
 
 
@@ -76,7 +76,7 @@ class RerankService:
         try:
             embeddings = CandidateEmbeddings(request.query, request.query_embedding, request.passages, self._embedder)
         except EmbeddingMismatch as exc:
-            raise ServiceError(422, str(exc)) from exc
+            raise InvalidInput(str(exc)) from exc
         candidates = CandidateSet.from_request(request.query, request.passages, request.top_k, embeddings)
 
         reports: list[StageReport] = []
@@ -92,7 +92,7 @@ class RerankService:
             degraded=any(r.status == "failed" for r in reports),
         )
 
-    async def _run_stage(self, spec: RerankStage, candidates: CandidateSet) -> StageReport:
+    async def _run_stage(self, spec: RerankStageSpec, candidates: CandidateSet) -> StageReport:
         stage = self._stages.get(spec.name)
         if stage is None:
             return StageReport(name=spec.name, status="skipped", reason="stage not available in this service")

@@ -10,11 +10,8 @@ A fused hit keeps the ``vector`` its input hits carried (the same stored vector 
 
 from __future__ import annotations
 
-from typing import Literal
-
 from rag_retriever.records import ScoredChunk
 
-FusionMode = Literal["min_max", "rrf"]
 RRF_K = 60
 
 
@@ -54,16 +51,6 @@ def rrf_fusion(dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, k:
         for rank, hit in enumerate(hits, start=1):
             fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + 1.0 / (k + rank)
     return _ranked(fused, _hits_by_id(dense, bm25), top_k)
-
-
-def fuse(
-    mode: FusionMode, dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, dense_weight: float = 0.5
-) -> list[ScoredChunk]:
-    if mode == "min_max":
-        return min_max_fusion(dense, bm25, top_k, dense_weight)
-    if mode == "rrf":
-        return rrf_fusion(dense, bm25, top_k)
-    raise ValueError(f"unknown fusion mode {mode!r}; use min_max or rrf")
 
 
 def _hits_by_id(*lists: list[ScoredChunk]) -> dict[str, ScoredChunk]:

@@ -12,10 +12,10 @@ import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import DocumentIn, IngestFailure, IngestResponse
+from rag_common.upload_formats import PLAIN_TEXT
 from rag_retriever.backends.base import ChunkWriteError, Indexer
 from rag_retriever.chunking import Chunker
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.parsing import PLAIN_TEXT
 from rag_retriever.records import ChunkRecord, SourceDocument
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def to_source_document(document: DocumentIn) -> SourceDocument:
         if key in metadata and not isinstance(metadata[key], str):
             raise InvalidDocument(f"metadata.{key} must be a string, got {type(metadata[key]).__name__}")
     # Stored explicitly so that a content_type filter also finds documents that did not state one.
-    metadata.setdefault("content_type", PLAIN_TEXT)
+    metadata.setdefault("content_type", PLAIN_TEXT.mime_type)
     return SourceDocument(
         doc_id=document.id if document.id is not None else default_doc_id(document.source, document.text),
         text=document.text,

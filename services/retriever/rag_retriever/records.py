@@ -10,11 +10,12 @@ from typing import Any, Literal
 import numpy as np
 
 from rag_common.schemas import Passage
+from rag_common.upload_formats import HTML, MARKDOWN, PDF
 
 #: Content types whose text the parsers wrote as Markdown: headings give ``section_path``.
-MARKDOWN_LAYOUT = frozenset({"text/markdown", "text/html"})
+MARKDOWN_LAYOUT = frozenset({MARKDOWN.mime_type, HTML.mime_type})
 #: Content types whose text is pages separated by form feeds (``\f``): chunks carry their ``page``.
-PAGED_LAYOUT = frozenset({"application/pdf"})
+PAGED_LAYOUT = frozenset({PDF.mime_type})
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
-from rag_common.service import ServiceError
+from rag_common.errors import InvalidQuery
 from rag_retriever.backends.base import FILTER_FIELDS, FusionSettings, Searcher
 from rag_retriever.locking import ReadWriteLock
 
@@ -28,13 +28,11 @@ def _elapsed_ms(start: float) -> float:
 def validate_filters(filters: dict[str, str | list[str]]) -> dict[str, list[str]]:
     unknown = sorted(set(filters) - set(FILTER_FIELDS))
     if unknown:
-        raise ServiceError(
-            400, f"unknown filter field(s) {', '.join(unknown)}; allowed: {', '.join(FILTER_FIELDS)}"
-        )
+        raise InvalidQuery(f"unknown filter field(s) {', '.join(unknown)}; allowed: {', '.join(FILTER_FIELDS)}")
     normalised = {field: [value] if isinstance(value, str) else list(value) for field, value in filters.items()}
     empty = sorted(field for field, values in normalised.items() if not values)
     if empty:
-        raise ServiceError(400, f"filter field(s) {', '.join(empty)} given an empty list of values")
+        raise InvalidQuery(f"filter field(s) {', '.join(empty)} given an empty list of values")
     return normalised
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from rag_common.schemas import MAX_SEARCH_TOP_K
 from rag_common.settings import ServiceSettings
 
 
@@ -36,7 +37,7 @@ class RetrieverSettings(ServiceSettings):
     )
     max_upload_mb: float = Field(default=20.0, gt=0, description="Largest accepted uploaded file, MiB. Default 20.")
     default_top_k: int = Field(
-        default=10, ge=1, le=200, description="Passages returned when a search request gives no top_k. Default 10."
+        default=10, ge=1, le=MAX_SEARCH_TOP_K, description="Passages returned when a search request gives no top_k. Default 10."
     )
     hybrid_normalization: Literal["min_max", "z_score", "rrf"] = Field(
         default="min_max",

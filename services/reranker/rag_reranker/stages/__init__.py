@@ -1,2 +1,2 @@
-"""The rerank chain's stages. The NumPy algorithms (graph_diffusion, diversity) know nothing of
+"""The rerank chain's stages. The NumPy algorithms (graph_diffusion, gmmr) know nothing of
 requests; the ``*_stage`` modules adapt them (and the cross-encoder) to the chain."""

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag_common.schemas import Passage, RerankStage
+from rag_common.schemas import Passage, RerankStageSpec
 from rag_reranker.stages.candidate_embeddings import CandidateEmbeddings
 
 
@@ -54,8 +54,8 @@ class StageOutcome:
 
 
 class ChainStage(Protocol):
-    #: The stage's wire name (``RerankStage.name``).
+    #: The stage's wire name (``RerankStageSpec.name``).
     name: str
 
-    async def run(self, candidates: CandidateSet, spec: RerankStage) -> StageOutcome:
+    async def run(self, candidates: CandidateSet, spec: RerankStageSpec) -> StageOutcome:
         """New order and scores; raises :class:`StageSkipped` when it cannot apply."""

@@ -6,7 +6,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag_common.schemas import RerankStage
+from rag_common.schemas import RerankStageSpec
 from rag_reranker.stages.base import CandidateSet, StageOutcome, StageSkipped
 
 
@@ -27,7 +27,7 @@ class CrossEncoderStage:
         self._queue = queue
         self.model_id = model_id
 
-    async def run(self, candidates: CandidateSet, spec: RerankStage) -> StageOutcome:
+    async def run(self, candidates: CandidateSet, spec: RerankStageSpec) -> StageOutcome:
         if self._queue is None:
             raise StageSkipped(NO_MODEL_REASON)
         scores = np.asarray(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rag_common.schemas import DiffusionStage as DiffusionSpec
-from rag_common.schemas import RerankStage
+from rag_common.schemas import DiffusionSpec, RerankStageSpec
 from rag_reranker.stages.base import CandidateSet, StageOutcome
 from rag_reranker.stages.graph_diffusion import GraphDiffusionReranker
 
@@ -15,7 +14,7 @@ class DiffusionStage:
         self.alpha = alpha
         self.top_k_edges = top_k_edges
 
-    async def run(self, candidates: CandidateSet, spec: RerankStage) -> StageOutcome:
+    async def run(self, candidates: CandidateSet, spec: RerankStageSpec) -> StageOutcome:
         assert isinstance(spec, DiffusionSpec)
         alpha = self.alpha if spec.alpha is None else spec.alpha
         top_k_edges = self.top_k_edges if spec.top_k_edges is None else spec.top_k_edges

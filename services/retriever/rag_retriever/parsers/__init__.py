@@ -16,7 +16,7 @@ files of the request still go in.
 from __future__ import annotations
 
 from rag_common.schemas import DocumentIn
-from rag_retriever.parsers.base import HTML, JSON, JSONL, MARKDOWN, PDF, PLAIN_TEXT, Parser, UploadRejected
+from rag_retriever.parsers.base import Parser, UploadRejected
 from rag_retriever.parsers.registry import ParserRegistry, default_registry, upload_name
 
 REGISTRY = default_registry()
@@ -30,6 +30,5 @@ def parse_upload(
 
 
 __all__ = [
-    "HTML", "JSON", "JSONL", "MARKDOWN", "PDF", "PLAIN_TEXT", "REGISTRY", "Parser", "ParserRegistry",
-    "UploadRejected", "default_registry", "parse_upload", "upload_name",
+    "REGISTRY", "Parser", "ParserRegistry", "UploadRejected", "default_registry", "parse_upload", "upload_name",
 ]

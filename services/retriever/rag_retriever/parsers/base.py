@@ -7,12 +7,6 @@ from typing import Protocol
 
 from rag_common.schemas import DocumentIn
 
-PLAIN_TEXT = "text/plain"
-MARKDOWN = "text/markdown"
-HTML = "text/html"
-PDF = "application/pdf"
-JSON = "application/json"
-JSONL = "application/jsonl"
 
 
 class UploadRejected(ValueError):
@@ -27,7 +21,7 @@ class Parser(Protocol):
     tables, PDF pages separated by form feeds (``\\f``); the chunker reads that structure back.
     """
 
-    #: Lower-case file name suffixes, dot included (``".md"``).
+    #: Lower-case file name suffixes, dot included (``".md"``): its ``rag_common.upload_formats`` entry's.
     extensions: tuple[str, ...]
     #: MIME types (no parameters) that select this parser when the name has no known suffix.
     mime_types: tuple[str, ...]

@@ -30,7 +30,8 @@ import lxml.html
 import trafilatura
 
 from rag_common.schemas import DocumentIn
-from rag_retriever.parsers.base import HTML, UploadRejected, stem
+from rag_common.upload_formats import HTML
+from rag_retriever.parsers.base import UploadRejected, stem
 from rag_retriever.tables import markdown_table
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -62,8 +63,8 @@ class _Table:
 
 
 class HtmlParser:
-    extensions = (".html", ".htm", ".xhtml")
-    mime_types = (HTML, "application/xhtml+xml")
+    extensions = HTML.suffixes
+    mime_types = HTML.mime_types
 
     def parse(self, name: str, data: bytes) -> list[DocumentIn]:
         text = _decode(data)
@@ -86,7 +87,7 @@ class HtmlParser:
         body = _put_tables_back(_MARKDOWN_ESCAPE.sub(r"\1", body), tables)
         if not body.strip():
             raise UploadRejected("no extractable text in the HTML page")
-        return [DocumentIn(id=name, text=body, title=title, source=name, metadata={"content_type": HTML})]
+        return [DocumentIn(id=name, text=body, title=title, source=name, metadata={"content_type": HTML.mime_type})]
 
 
 def _decode(data: bytes) -> str:

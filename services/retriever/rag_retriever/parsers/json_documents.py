@@ -11,12 +11,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from rag_common.schemas import DocumentIn
-from rag_retriever.parsers.base import JSON, JSONL, UploadRejected, decode_text
+from rag_common.upload_formats import JSON, JSONL
+from rag_retriever.parsers.base import UploadRejected, decode_text
 
 
 class JsonParser:
-    extensions = (".json",)
-    mime_types = (JSON,)
+    extensions = JSON.suffixes
+    mime_types = JSON.mime_types
 
     def parse(self, name: str, data: bytes) -> list[DocumentIn]:
         text = decode_text(data)
@@ -34,8 +35,8 @@ class JsonParser:
 
 
 class JsonLinesParser:
-    extensions = (".jsonl",)
-    mime_types = (JSONL, "application/x-ndjson", "application/jsonlines")
+    extensions = JSONL.suffixes
+    mime_types = JSONL.mime_types
 
     def parse(self, name: str, data: bytes) -> list[DocumentIn]:
         text = decode_text(data)

@@ -6,17 +6,18 @@ The chunker follows the heading structure (``section_path``) and keeps pipe tabl
 from __future__ import annotations
 
 from rag_common.schemas import DocumentIn
-from rag_retriever.parsers.base import MARKDOWN, decode_text, stem
+from rag_common.upload_formats import MARKDOWN
+from rag_retriever.parsers.base import decode_text, stem
 
 
 class MarkdownParser:
-    extensions = (".md", ".markdown")
-    mime_types = (MARKDOWN, "text/x-markdown")
+    extensions = MARKDOWN.suffixes
+    mime_types = MARKDOWN.mime_types
 
     def parse(self, name: str, data: bytes) -> list[DocumentIn]:
         text = decode_text(data)
         title = markdown_title(text) or stem(name)
-        return [DocumentIn(id=name, text=text, title=title, source=name, metadata={"content_type": MARKDOWN})]
+        return [DocumentIn(id=name, text=text, title=title, source=name, metadata={"content_type": MARKDOWN.mime_type})]
 
 
 def markdown_title(text: str) -> str:

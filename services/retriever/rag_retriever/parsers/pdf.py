@@ -31,7 +31,8 @@ import pdfplumber
 from pypdf import PasswordType, PdfReader
 
 from rag_common.schemas import DocumentIn
-from rag_retriever.parsers.base import PDF, UploadRejected, stem
+from rag_common.upload_formats import PDF
+from rag_retriever.parsers.base import UploadRejected, stem
 from rag_retriever.tables import markdown_table
 
 logger = logging.getLogger(__name__)
@@ -49,8 +50,8 @@ _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
 class PdfParser:
-    extensions = (".pdf",)
-    mime_types = (PDF, "application/x-pdf")
+    extensions = PDF.suffixes
+    mime_types = PDF.mime_types
 
     def parse(self, name: str, data: bytes) -> list[DocumentIn]:
         reader, title = _open(data)
@@ -65,7 +66,7 @@ class PdfParser:
                 text=PAGE_BREAK.join(pages),
                 title=title or stem(name),
                 source=name,
-                metadata={"content_type": PDF},
+                metadata={"content_type": PDF.mime_type},
             )
         ]
 

@@ -6,6 +6,7 @@ import logging
 from pathlib import PurePosixPath
 
 from rag_common.schemas import DocumentIn
+from rag_common.upload_formats import GENERIC_MIME_TYPES
 from rag_retriever.parsers.base import Parser, UploadRejected
 from rag_retriever.parsers.html import HtmlParser
 from rag_retriever.parsers.json_documents import JsonLinesParser, JsonParser
@@ -15,8 +16,6 @@ from rag_retriever.parsers.text import PlainTextParser
 
 logger = logging.getLogger(__name__)
 
-#: MIME types that say nothing about the format (curl and many clients send these).
-GENERIC_MIME_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"})
 
 
 class ParserRegistry:

@@ -1,8 +1,17 @@
-"""Settings → the service's parts: the cross-encoder (if any), its batcher, the embedder, the stages."""
+"""The reranker assembled from its settings: the one place its parts are built.
+
+``async with open_runtime(settings, llm_settings) as runtime`` builds the cross-encoder (if any),
+its batcher, the embedder for candidates that come without vectors and the stages; loads the models
+(torch threads applied first) and starts the batcher; closes it on exit. The app's lifespan, the
+eval harness and the benchmarks all open it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from rag_common.embedders import Embedder, ModelNotAvailableError
@@ -16,8 +25,9 @@ from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
 from rag_reranker.stages.base import ChainStage
 from rag_reranker.stages.cross_encoder_stage import NO_MODEL_REASON, CrossEncoderStage
 from rag_reranker.stages.diffusion_stage import DiffusionStage
-from rag_reranker.stages.diversity_stage import DiversityStage
-from rag_reranker.torch_runtime import resolve_device
+from rag_reranker.stages.gmmr_stage import GmmrStage
+from rag_reranker.rerank_service import RerankService
+from rag_reranker.torch_runtime import apply_torch_threads, resolve_device
 
 logger = logging.getLogger(__name__)
 
@@ -91,21 +101,26 @@ def build_adaptive_selector(settings: RerankerSettings, llm: LLMSettings | None)
 
 
 @dataclass
-class RerankerParts:
+class RerankerRuntime:
+    settings: RerankerSettings
     cross_encoder: PairScorer | None
     pair_queue: MicroBatcher | UnbatchedScorer | None
     embedder: Embedder
     stages: dict[str, ChainStage]
+    rerank: RerankService
+
+    async def readiness(self) -> dict[str, str]:
+        # Models are loaded before the runtime is handed out, so an open runtime is a ready one.
+        return {"model": "ok"}
 
 
-def build_parts(settings: RerankerSettings, llm: LLMSettings | None) -> RerankerParts:
-    """Everything un-warmed; the app's lifespan loads the models and starts the batcher."""
-    cross_encoder = build_cross_encoder(settings)
-    pair_queue = build_pair_queue(cross_encoder, settings) if cross_encoder is not None else None
-    stages: dict[str, ChainStage] = {
-        "cross_encoder": CrossEncoderStage(pair_queue, model_id=cross_encoder.model_id if cross_encoder else ""),
+def build_stages(
+    settings: RerankerSettings, llm: LLMSettings | None, pair_queue: MicroBatcher | UnbatchedScorer | None, model_id: str
+) -> dict[str, ChainStage]:
+    return {
+        "cross_encoder": CrossEncoderStage(pair_queue, model_id=model_id),
         "diffusion": DiffusionStage(alpha=settings.diffusion_alpha, top_k_edges=settings.diffusion_top_k_edges),
-        "gmmr": DiversityStage(
+        "gmmr": GmmrStage(
             settings.mmr_lambda,
             default_relevance=settings.mmr_relevance,
             adaptive=build_adaptive_selector(settings, llm),
@@ -113,4 +128,62 @@ def build_parts(settings: RerankerSettings, llm: LLMSettings | None) -> Reranker
             adaptive_timeout_s=settings.evaluator_timeout_s,
         ),
     }
-    return RerankerParts(cross_encoder, pair_queue, build_embedder(settings), stages)
+
+
+def build_runtime(
+    settings: RerankerSettings,
+    llm: LLMSettings | None,
+    *,
+    embedder: Embedder | None = None,
+    default_chain: list[str] | None = None,
+) -> RerankerRuntime:
+    """Every part built from the settings, nothing loaded or started (``open_runtime`` does that).
+
+    ``llm`` None: no evaluator, so gMMR's adaptive λ falls back to the fixed λ. Raises
+    ModelNotAvailableError, naming the model and the setting, if a configured model is not on disk.
+    """
+    cross_encoder = build_cross_encoder(settings)
+    pair_queue = build_pair_queue(cross_encoder, settings) if cross_encoder is not None else None
+    stages = build_stages(settings, llm, pair_queue, cross_encoder.model_id if cross_encoder else "")
+    model = embedder or build_embedder(settings)
+    chain = settings.default_chain if default_chain is None else default_chain
+    return RerankerRuntime(
+        settings=settings,
+        cross_encoder=cross_encoder,
+        pair_queue=pair_queue,
+        embedder=model,
+        stages=stages,
+        rerank=RerankService(stages, default_chain=chain, embedder=model),
+    )
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: RerankerSettings | None = None,
+    llm_settings: LLMSettings | None = None,
+    *,
+    use_llm: bool = True,
+    embedder: Embedder | None = None,
+    default_chain: list[str] | None = None,
+) -> AsyncIterator[RerankerRuntime]:
+    """The built runtime with its models loaded (torch threads applied first) and its batcher running.
+
+    Settings default to the ``RERANKER_*`` and ``LLM_*`` environment; with ``use_llm`` false no LLM
+    is configured and gMMR's adaptive λ is unavailable (offline evaluation). ``embedder`` shares an
+    already loaded model (evaluation); ``default_chain`` overrides ``RERANKER_DEFAULT_CHAIN`` (the
+    eval harness names every chain explicitly, so it opens the service with an empty one).
+    """
+    settings = settings or RerankerSettings()
+    llm = (llm_settings or LLMSettings()) if use_llm else None
+    apply_torch_threads(settings.torch_threads)
+    runtime = build_runtime(settings, llm, embedder=embedder, default_chain=default_chain)
+    await asyncio.to_thread(runtime.embedder.warm_up)
+    if runtime.cross_encoder is not None:
+        await asyncio.to_thread(runtime.cross_encoder.warm_up)
+    if runtime.pair_queue is not None:
+        runtime.pair_queue.start()
+    try:
+        yield runtime
+    finally:
+        if runtime.pair_queue is not None:
+            await runtime.pair_queue.aclose()

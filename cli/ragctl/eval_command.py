@@ -11,7 +11,10 @@ import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag_common.settings import LLMSettings
 
 DATASETS = ("vaswani", "hotpotqa", "clapnq", "mtrag-un")
 
@@ -42,7 +45,7 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return ks
 
 
-def _llm_settings(stack: ExitStack, echo: Callable[[str], None]) -> Any:
+def _llm_settings(stack: ExitStack, echo: Callable[[str], None]) -> LLMSettings:
     """The ``LLM_*`` endpoint if ``LLM_BASE_URL`` is set, else a local llama.cpp server started here."""
     from rag_common.settings import LLMSettings
 

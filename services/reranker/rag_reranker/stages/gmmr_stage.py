@@ -8,16 +8,15 @@ from typing import Literal
 
 import numpy as np
 
-from rag_common.schemas import DiversityStage as DiversitySpec
-from rag_common.schemas import RerankStage
+from rag_common.schemas import GmmrSpec, RerankStageSpec
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
 from rag_reranker.stages.base import CandidateSet, StageOutcome
-from rag_reranker.stages.diversity import GeometricMMR
+from rag_reranker.stages.gmmr import GeometricMMR
 
 logger = logging.getLogger(__name__)
 
 
-class DiversityStage:
+class GmmrStage:
     name = "gmmr"
 
     def __init__(
@@ -35,8 +34,8 @@ class DiversityStage:
         self._lambdas = lambdas
         self._adaptive_timeout_s = adaptive_timeout_s
 
-    async def run(self, candidates: CandidateSet, spec: RerankStage) -> StageOutcome:
-        assert isinstance(spec, DiversitySpec)
+    async def run(self, candidates: CandidateSet, spec: RerankStageSpec) -> StageOutcome:
+        assert isinstance(spec, GmmrSpec)
         in_play = candidates.order
         query_vector = await candidates.embeddings.query_vector()
         vectors = (await candidates.embeddings.matrix())[in_play]

@@ -5,6 +5,7 @@ generator's context. Classic MMR penalises a candidate by its maximum similarity
 selected item; gMMR instead rewards the Euclidean distance of the candidate (unit vector) from the
 *centroid* of the selected set, so it pushes the selection to cover new directions as a whole, and
 ``sqrt(2 - 2 cos)`` is exactly the chordal distance between unit vectors, in [0, 2].
+The class is ``GeometricMMR``; gMMR (this module's and the wire stage's name) is its abbreviation.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_reranker.stages.diversity import DEFAULT_LAMBDAS, GeometricMMR
+from rag_reranker.stages.gmmr import DEFAULT_LAMBDAS, GeometricMMR
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

@@ -31,23 +31,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-#: What the retriever parses (rag_retriever/parsers); directories are filtered by it.
-SUPPORTED_SUFFIXES = frozenset({".txt", ".md", ".markdown", ".json", ".jsonl", ".pdf", ".html", ".htm", ".xhtml"})
-#: Content type of a fetched URL → the suffix that makes the retriever pick the right parser.
-CONTENT_TYPE_SUFFIXES = {
-    "text/html": ".html",
-    "application/xhtml+xml": ".html",
-    "application/pdf": ".pdf",
-    "application/x-pdf": ".pdf",
-    "text/markdown": ".md",
-    "text/x-markdown": ".md",
-    "text/plain": ".txt",
-    "application/json": ".json",
-    "application/jsonl": ".jsonl",
-    "application/x-ndjson": ".jsonl",
-    "application/jsonlines": ".jsonl",
-}
-GENERIC_CONTENT_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+from rag_common.http import error_text
+from rag_common.upload_formats import GENERIC_MIME_TYPES, SUPPORTED_SUFFIXES, format_for_mime
+
 RETRY_STATUSES = frozenset({502, 503, 504})
 MIB = 1024 * 1024
 
@@ -165,11 +151,12 @@ def url_upload_name(url: str, suffix: str) -> str:
 
 
 def _suffix_for(url: str, content_type: str) -> str | None:
+    named = format_for_mime(content_type)
+    if named is not None:
+        return named.suffixes[0]
     mime = content_type.split(";", 1)[0].strip().lower()
-    if mime in CONTENT_TYPE_SUFFIXES:
-        return CONTENT_TYPE_SUFFIXES[mime]
     url_suffix = PurePosixPath(urlsplit(url).path).suffix.lower()
-    if mime in GENERIC_CONTENT_TYPES and url_suffix in SUPPORTED_SUFFIXES:
+    if mime in GENERIC_MIME_TYPES and url_suffix in SUPPORTED_SUFFIXES:
         return url_suffix
     return None
 
@@ -327,20 +314,12 @@ class Ingestion:
                 await self._send(client, batch[:middle], summary)
                 await self._send(client, batch[middle:], summary)
                 return
-            reason = f"HTTP {response.status_code}: {_error_message(response)}"
+            reason = f"HTTP {response.status_code}: {error_text(response)}"
             if response.status_code not in RETRY_STATUSES:
                 break
         summary.failed.extend(Failure(upload.name, reason) for upload in batch)
 
 
-def _error_message(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text[:300]
-    if isinstance(body, dict) and "error" in body:
-        return str(body["error"])[:300]
-    return str(body)[:300]
 
 
 def ingest(

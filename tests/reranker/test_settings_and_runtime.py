@@ -1,4 +1,4 @@
-"""RerankerSettings (env, defaults, validation) and build_parts (settings → stages, batcher, embedder)."""
+"""RerankerSettings (env, defaults, validation) and build_runtime (settings → stages, batcher, embedder)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ import pytest
 from pydantic import ValidationError
 
 from rag_common.embedders import ModelNotAvailableError
-from rag_common.schemas import CrossEncoderStage as CrossEncoderSpec
-from rag_common.schemas import DiversityStage as DiversitySpec
+from rag_common.schemas import CrossEncoderSpec, GmmrSpec
 from rag_common.schemas import Passage
 from rag_common.settings import LLMSettings
 from rag_reranker.batching import MicroBatcher, UnbatchedScorer
-from rag_reranker.parts import build_pair_queue, build_parts
+from rag_reranker.runtime import build_pair_queue, build_runtime
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
 from rag_reranker.settings import RerankerSettings
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
@@ -24,7 +23,7 @@ from rag_reranker.stages.base import CandidateSet, StageSkipped
 from rag_reranker.stages.candidate_embeddings import CandidateEmbeddings
 from rag_reranker.stages.cross_encoder_stage import NO_MODEL_REASON, CrossEncoderStage
 from rag_reranker.stages.diffusion_stage import DiffusionStage
-from rag_reranker.stages.diversity_stage import DiversityStage
+from rag_reranker.stages.gmmr_stage import GmmrStage
 from rag_reranker.torch_runtime import resolve_device
 
 
@@ -139,7 +138,7 @@ def test_device_auto_resolves_to_a_real_device() -> None:
     assert resolve_device("cpu") == "cpu"
 
 
-# --------------------------------------------------------------------------- build_parts
+# --------------------------------------------------------------------------- build_runtime
 
 
 def _candidates(texts: list[str]) -> CandidateSet:
@@ -149,10 +148,10 @@ def _candidates(texts: list[str]) -> CandidateSet:
 
 async def test_without_a_cross_encoder_the_stage_skips_and_it_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="rag_reranker"):
-        parts = build_parts(RerankerSettings(cross_encoder_model=""), None)
-    assert parts.cross_encoder is None and parts.pair_queue is None
-    assert set(parts.stages) == {"cross_encoder", "diffusion", "gmmr"}
-    stage = parts.stages["cross_encoder"]
+        runtime = build_runtime(RerankerSettings(cross_encoder_model=""), None)
+    assert runtime.cross_encoder is None and runtime.pair_queue is None
+    assert set(runtime.stages) == {"cross_encoder", "diffusion", "gmmr"}
+    stage = runtime.stages["cross_encoder"]
     assert isinstance(stage, CrossEncoderStage)
     with pytest.raises(StageSkipped) as excinfo:
         await stage.run(_candidates(["a", "b"]), CrossEncoderSpec())
@@ -165,29 +164,29 @@ def test_stages_and_embedder_follow_the_settings() -> None:
     settings = RerankerSettings(
         embedding_model="all-MiniLM-L6-v2", diffusion_alpha=0.6, diffusion_top_k_edges=3, mmr_lambda=0.35, device="cpu"
     )
-    parts = build_parts(settings, None)
-    diffusion, gmmr = parts.stages["diffusion"], parts.stages["gmmr"]
+    runtime = build_runtime(settings, None)
+    diffusion, gmmr = runtime.stages["diffusion"], runtime.stages["gmmr"]
     assert isinstance(diffusion, DiffusionStage) and (diffusion.alpha, diffusion.top_k_edges) == (0.6, 3)
-    assert isinstance(gmmr, DiversityStage) and gmmr.default_lambda == 0.35
-    assert parts.embedder.model_id == "all-MiniLM-L6-v2"
-    assert {name: stage.name for name, stage in parts.stages.items()} == {n: n for n in parts.stages}
+    assert isinstance(gmmr, GmmrStage) and gmmr.default_lambda == 0.35
+    assert runtime.embedder.model_id == "all-MiniLM-L6-v2"
+    assert {name: stage.name for name, stage in runtime.stages.items()} == {n: n for n in runtime.stages}
 
 
 async def test_without_llm_settings_adaptive_lambda_falls_back() -> None:
-    parts = build_parts(RerankerSettings(mmr_lambda=0.45), None)
+    runtime = build_runtime(RerankerSettings(mmr_lambda=0.45), None)
     vectors = np.eye(3)
     passages = [
         Passage(chunk_id=f"c{i}", doc_id=f"d{i}", text=t, score=float(-i), embedding=vectors[i].tolist())
         for i, t in enumerate(["a", "b", "c"])
     ]
     candidates = CandidateSet.from_request("q", passages, 2, CandidateEmbeddings("q", [1.0, 0.0, 0.0], passages, None))
-    outcome = await parts.stages["gmmr"].run(candidates, DiversitySpec(mmr_lambda="adaptive"))
+    outcome = await runtime.stages["gmmr"].run(candidates, GmmrSpec(mmr_lambda="adaptive"))
     assert outcome.detail == {"lambda": 0.45, "relevance": "scores", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
     assert outcome.order.tolist()[0] == 0 and len(outcome.order) == 2
 
 
 def test_with_llm_settings_the_gmmr_stage_gets_an_adaptive_selector() -> None:
-    from rag_reranker.parts import build_adaptive_selector
+    from rag_reranker.runtime import build_adaptive_selector
 
     selector = build_adaptive_selector(RerankerSettings(evaluator_concurrency=2), LLMSettings(base_url="http://127.0.0.1:9/v1"))
     assert isinstance(selector, AdaptiveLambdaSelector)
@@ -198,38 +197,38 @@ def test_configured_cross_encoder_is_built_with_a_micro_batcher(tiny_cross_encod
     settings = RerankerSettings(
         cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_max_length=64, batch_max_pairs=16, batch_max_wait_ms=8
     )
-    parts = build_parts(settings, None)
-    assert isinstance(parts.cross_encoder, CrossEncoderScorer)
-    assert parts.cross_encoder.path == tiny_cross_encoder_dir.resolve()
-    assert isinstance(parts.pair_queue, MicroBatcher)
-    assert parts.pair_queue.max_pairs == 16 and parts.pair_queue.max_wait_s == pytest.approx(0.008)
-    assert parts.stages["cross_encoder"].model_id == str(tiny_cross_encoder_dir)
+    runtime = build_runtime(settings, None)
+    assert isinstance(runtime.cross_encoder, CrossEncoderScorer)
+    assert runtime.cross_encoder.path == tiny_cross_encoder_dir.resolve()
+    assert isinstance(runtime.pair_queue, MicroBatcher)
+    assert runtime.pair_queue.max_pairs == 16 and runtime.pair_queue.max_wait_s == pytest.approx(0.008)
+    assert runtime.stages["cross_encoder"].model_id == str(tiny_cross_encoder_dir)
 
 
 def test_flag_embedding_backend_is_wired(tiny_cross_encoder_dir: Path) -> None:
     from rag_reranker.scorers.flag_reranker import FlagRerankerScorer
 
     settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), cross_encoder_backend="flag_embedding", batch_max_wait_ms=5)
-    parts = build_parts(settings, None)
-    assert isinstance(parts.cross_encoder, FlagRerankerScorer)
-    assert isinstance(parts.pair_queue, MicroBatcher)
+    runtime = build_runtime(settings, None)
+    assert isinstance(runtime.cross_encoder, FlagRerankerScorer)
+    assert isinstance(runtime.pair_queue, MicroBatcher)
 
 
 def test_zero_wait_turns_micro_batching_off(tiny_cross_encoder_dir: Path) -> None:
     settings = RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), batch_max_wait_ms=0)
-    parts = build_parts(settings, None)
-    assert isinstance(parts.pair_queue, UnbatchedScorer)
-    assert isinstance(build_pair_queue(parts.cross_encoder, settings), UnbatchedScorer)
+    runtime = build_runtime(settings, None)
+    assert isinstance(runtime.pair_queue, UnbatchedScorer)
+    assert isinstance(build_pair_queue(runtime.cross_encoder, settings), UnbatchedScorer)
 
 
 async def test_the_built_cross_encoder_stage_scores(tiny_cross_encoder_dir: Path, tiny_cross_encoder: CrossEncoderScorer) -> None:
-    parts = build_parts(RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), device="cpu"), None)
-    parts.pair_queue.start()
+    runtime = build_runtime(RerankerSettings(cross_encoder_model=str(tiny_cross_encoder_dir), device="cpu"), None)
+    runtime.pair_queue.start()
     try:
         texts = ["reset your password in settings", "lunch is served at noon", "passwords need twelve characters"]
-        outcome = await parts.stages["cross_encoder"].run(_candidates(texts), CrossEncoderSpec())
+        outcome = await runtime.stages["cross_encoder"].run(_candidates(texts), CrossEncoderSpec())
     finally:
-        await parts.pair_queue.aclose()
+        await runtime.pair_queue.aclose()
     expected = tiny_cross_encoder.score("q", texts)
     np.testing.assert_allclose(outcome.scores, expected, atol=1e-5)
     assert outcome.order.tolist() == np.argsort(-expected, kind="stable").tolist()
@@ -238,7 +237,7 @@ async def test_the_built_cross_encoder_stage_scores(tiny_cross_encoder_dir: Path
 def test_missing_cross_encoder_names_path_and_setting(tmp_path: Path) -> None:
     missing = str(tmp_path / "bge-reranker-v2-m3")
     with pytest.raises(ModelNotAvailableError) as excinfo:
-        build_parts(RerankerSettings(cross_encoder_model=missing), None)
+        build_runtime(RerankerSettings(cross_encoder_model=missing), None)
     message = str(excinfo.value)
     assert missing in message and "RERANKER_CROSS_ENCODER_MODEL" in message
 
@@ -247,13 +246,13 @@ def test_missing_cross_encoder_names_path_and_setting(tmp_path: Path) -> None:
     ("cpu", None, 0.0), ("cuda", None, 5.0), ("cuda:1", None, 5.0), ("cpu", 7.0, 7.0), ("cuda", 0.0, 0.0),
 ])
 def test_batching_default_follows_the_device(device: str, configured: float | None, expected: float) -> None:
-    from rag_reranker.parts import batch_max_wait_ms
+    from rag_reranker.runtime import batch_max_wait_ms
 
     assert batch_max_wait_ms(RerankerSettings(device=device, batch_max_wait_ms=configured)) == expected
 
 
 def test_cpu_default_scores_each_request_alone(tiny_cross_encoder: CrossEncoderScorer) -> None:
     from rag_reranker.batching import UnbatchedScorer
-    from rag_reranker.parts import build_pair_queue
+    from rag_reranker.runtime import build_pair_queue
 
     assert isinstance(build_pair_queue(tiny_cross_encoder, RerankerSettings(device="cpu")), UnbatchedScorer)

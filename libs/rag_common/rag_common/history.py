@@ -1,4 +1,10 @@
-"""Cut the conversation history sent to the refiner and generator to a token budget.
+"""The conversation history the LLM stages see, cut in one place.
+
+The gateway cuts it once (``cut_history`` with the window of its settings) and the refiner and
+generator show the model exactly what they receive; the eval harness cuts dataset conversations
+with the same function and window, so an evaluation sees what the service would.
+
+The token budget is counted by an approximation, not tiktoken.
 
 Why an approximation and not tiktoken: ``tiktoken.get_encoding("cl100k_base")`` downloads its BPE
 file at run time unless it is already cached, and the gateway must start with no network. Nor is
@@ -16,6 +22,9 @@ word-piece estimate tuned to err high, so the budget is a safe upper bound:
 from __future__ import annotations
 
 import re
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rag_common.schemas import HistoryTurn
 
@@ -54,3 +63,29 @@ def fit_history(turns: list[HistoryTurn], budget: int) -> list[HistoryTurn]:
         used += cost
     kept.reverse()
     return kept
+
+
+@dataclass(frozen=True)
+class HistoryWindow:
+    """How much of the conversation the LLM stages see (the gateway's ``GATEWAY_HISTORY_*`` settings)."""
+
+    #: Most recent turns considered.
+    turns: int
+    #: Upper bound on their estimated tokens (question + answer + labels).
+    token_budget: int
+    #: Each past question is cut to this many characters (questions are standalone queries; this only
+    #: guards against an oversized one).
+    question_chars: int
+    #: Each past answer is cut to this many characters: small models lose the question in long context.
+    answer_chars: int
+
+
+def cut_history(turns: Sequence[HistoryTurn], window: HistoryWindow) -> list[HistoryTurn]:
+    """The last ``window.turns`` turns, each cut to its character bounds, then fit to the token budget."""
+    if window.turns <= 0:
+        return []
+    recent = [
+        HistoryTurn(question=turn.question[: window.question_chars], answer=turn.answer[: window.answer_chars])
+        for turn in turns[-window.turns :]
+    ]
+    return fit_history(recent, window.token_budget)

@@ -1,0 +1,57 @@
+"""The refiner assembled from its settings: the one place its parts are built.
+
+``async with open_runtime(settings, llm_settings) as runtime`` is used by the app's lifespan, the
+eval harness and the benchmarks alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from langchain_core.language_models import BaseChatModel
+
+from rag_common.llm import build_chat_model, llm_readiness
+from rag_common.settings import LLMSettings
+from rag_refiner.intent_router import IntentRouter
+from rag_refiner.query_refiner import QueryRefiner
+from rag_refiner.rewrite_prompt import REWRITE_MAX_TOKENS
+from rag_refiner.settings import RefinerSettings
+
+
+@dataclass
+class RefinerRuntime:
+    refiner: QueryRefiner
+    llm_settings: LLMSettings
+
+    async def readiness(self) -> dict[str, str]:
+        return {"llm": await llm_readiness(self.llm_settings)}
+
+
+def build_query_refiner(settings: RefinerSettings, chat_model: BaseChatModel) -> QueryRefiner:
+    """Fits the intent classifier on the shipped examples (well under a second)."""
+    router = IntentRouter(
+        chat_model if settings.intent_llm else None,
+        confidence_threshold=settings.intent_confidence_threshold,
+        llm_min_confidence=settings.intent_llm_min_confidence,
+        llm_timeout_s=settings.llm_timeout_s,
+    )
+    return QueryRefiner(
+        chat_model,
+        max_query_chars=settings.max_query_chars,
+        llm_timeout_s=settings.llm_timeout_s,
+        intent_router=router,
+        hyde_max_tokens=settings.hyde_max_tokens,
+    )
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: RefinerSettings | None = None, llm_settings: LLMSettings | None = None
+) -> AsyncIterator[RefinerRuntime]:
+    """Settings default to the ``REFINER_*`` and ``LLM_*`` environment."""
+    settings = settings or RefinerSettings()
+    llm_settings = llm_settings or LLMSettings()
+    chat_model = build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS)
+    yield RefinerRuntime(build_query_refiner(settings, chat_model), llm_settings)

@@ -1,0 +1,121 @@
+"""The retriever assembled from its settings: the one place its parts are built.
+
+``async with open_runtime(settings) as runtime`` loads the embedder, opens the configured backend
+(index, template and pipelines in place) and wires the ingestor and the search service around one
+read/write lock. The app's lifespan, the eval harness and the benchmarks all open it, so what they
+measure is what the service runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from rag_common.embedders import Embedder
+from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import Ingestor
+from rag_retriever.locking import ReadWriteLock
+from rag_retriever.search_service import SearchService
+from rag_retriever.settings import RetrieverSettings
+from rag_retriever.tokens import EmbedderTokenizer
+
+
+@dataclass
+class RetrieverRuntime:
+    settings: RetrieverSettings
+    embedder: Embedder
+    backend: SearchBackend
+    lock: ReadWriteLock
+    ingestor: Ingestor
+    search: SearchService
+
+    def search_with(self, fusion: FusionSettings) -> SearchService:
+        """A search service over the same index and lock with another hybrid fusion (for evaluation)."""
+        return SearchService(
+            self.backend, self.embedder, self.lock, fusion=fusion, default_top_k=self.settings.default_top_k
+        )
+
+    async def readiness(self) -> dict[str, str]:
+        try:
+            await self.backend.count()
+        except Exception as exc:  # noqa: BLE001 - any failure means not ready
+            return {"embedder": "ok", "index": f"unavailable: {type(exc).__name__}"}
+        return {"embedder": "ok", "index": "ok"}
+
+
+def fusion_settings(settings: RetrieverSettings) -> FusionSettings:
+    return FusionSettings(method=settings.hybrid_normalization, dense_weight=settings.hybrid_dense_weight)
+
+
+async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) -> SearchBackend:
+    """Open the backend ``settings.backend`` names, for vectors of ``dim`` made by ``model_id``."""
+    if settings.backend == "embedded":
+        from rag_retriever.backends.embedded import EmbeddedBackend
+
+        # Opening reads and reconciles files on disk: off the event loop.
+        return await asyncio.to_thread(
+            EmbeddedBackend,
+            settings.index_dir,
+            dim,
+            settings.hnsw_m,
+            settings.hnsw_ef_construction,
+            settings.hnsw_ef_search,
+            model_id=model_id,
+        )
+
+    # Imported here so the embedded deployment never needs the OpenSearch client.
+    from rag_retriever.backends.opensearch import OpenSearchBackend, create_client
+    from rag_retriever.backends.opensearch_requests import IndexConfig
+
+    config = IndexConfig(
+        alias=settings.opensearch_index,
+        dim=dim,
+        model_id=model_id,
+        engine=settings.knn_engine,
+        space=settings.knn_space,
+        m=settings.hnsw_m,
+        ef_construction=settings.hnsw_ef_construction,
+        ef_search=settings.hnsw_ef_search,
+    )
+    backend = OpenSearchBackend(create_client(settings), config, fusion=fusion_settings(settings))
+    try:
+        await backend.ensure_index()
+    except BaseException:
+        await backend.close()
+        raise
+    return backend
+
+
+def build_embedder(settings: RetrieverSettings) -> Embedder:
+    return SentenceTransformerEmbedder(settings.embedding_model, device=settings.device)
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: RetrieverSettings | None = None, *, embedder: Embedder | None = None
+) -> AsyncIterator[RetrieverRuntime]:
+    """Settings default to the ``RETRIEVER_*`` environment. ``embedder`` lets a caller share one
+    loaded model across runtimes (tests, evaluation); otherwise it is built from the settings."""
+    settings = settings or RetrieverSettings()
+    model = embedder or build_embedder(settings)
+    await asyncio.to_thread(model.warm_up)
+    backend = await open_backend(settings, dim=model.dim, model_id=model.model_id)
+    try:
+        lock = ReadWriteLock()
+        chunker = Chunker(EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens)
+        yield RetrieverRuntime(
+            settings=settings,
+            embedder=model,
+            backend=backend,
+            lock=lock,
+            ingestor=Ingestor(backend, model, chunker, lock),
+            search=SearchService(
+                backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k
+            ),
+        )
+    finally:
+        await backend.close()
