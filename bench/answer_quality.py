@@ -2,9 +2,9 @@
 
 Pipeline, in-process: the ClapNQ corpus (596 passages) in an embedded index built by the retriever's
 own ``Ingestor`` (``rag_eval.pipeline.open_retriever``, cached under ``--index-cache``) → hybrid search
-(min_max fusion, the default) top 5 through ``SearchService`` → ``AnswerGenerator`` built as the
-generator service builds it (``rag_generator.app.build_answer_generator`` with the default
-``GeneratorSettings``; ``GENERATOR_*`` env vars apply) on SmolLM2-135M served by llama.cpp
+(min_max fusion, the default) top 5 through ``SearchService`` → the ``AnswerGenerator`` of the
+generator's runtime (``rag_generator.runtime.open_runtime``, as the service builds it, with the
+default ``GeneratorSettings``; ``GENERATOR_*`` env vars apply) on SmolLM2-135M served by llama.cpp
 (``ragctl.stack.start_llm_server``).
 
 Sample: ``--limit N`` answerable + N unanswerable questions (default 60 + 60), each class a seeded
@@ -21,9 +21,9 @@ random sample; ``--all`` = 300 + 300. Each class's sample is split in two seeded
 - **Citation precision against gold** (answerable questions the generator answered): ClapNQ gives
   each answerable question one gold passage and the annotators' selected sentences in it. A kept
   citation (verified by the generator, after selection) is *gold-passage* when the cited chunk belongs
-  to the gold passage, and *gold-sentence* when its quote overlaps a selected sentence (normalised
-  as the generator's verifier does; rapidfuzz ``partial_ratio`` of the shorter against the longer ≥
-  90, the verifier's threshold). Micro = over all kept citations; macro = mean per answer.
+  to the gold passage, and *gold-sentence* when its quote overlaps a selected sentence (folded with
+  ``rag_eval.answers.fold_text``; rapidfuzz ``partial_ratio`` of the shorter against the longer ≥
+  90, the threshold the generator's former quote verifier used). Micro = over all kept citations; macro = mean per answer.
 - **The generator's own** ``citation_precision`` (verified / produced, per response) and the
   ``abstain_reason`` counts.
 
@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +54,12 @@ from rapidfuzz import fuzz  # noqa: E402
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
 from rag_common.schemas import GenerateRequest, SearchRequest  # noqa: E402
 from rag_common.settings import LLMSettings  # noqa: E402
-from rag_eval.answers import abstention_scores, citation_scores, token_f1  # noqa: E402
+from rag_eval.answers import abstention_scores, citation_scores, fold_text, token_f1  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
 from rag_eval.datasets.types import Query  # noqa: E402
 from rag_eval.pipeline import open_retriever  # noqa: E402
 from rag_eval.stats import percentiles  # noqa: E402
-from rag_generator.app import build_answer_generator  # noqa: E402
-from rag_generator.citation_verifier import DEFAULT_QUOTE_MATCH_THRESHOLD  # noqa: E402
-from rag_generator.quote_normalisation import normalise  # noqa: E402
+from rag_generator.runtime import open_runtime as open_generator  # noqa: E402
 from rag_generator.settings import GeneratorSettings  # noqa: E402
 from rag_retriever.settings import RetrieverSettings  # noqa: E402
 from ragctl.stack import free_port, start_llm_server  # noqa: E402
@@ -70,6 +69,8 @@ TOP_K = 5
 RESAMPLES = 2000
 #: ≈ 8-10 s per question at concurrency 2 on the loaded 2-core machine: 60 + 60 ≈ 15-20 min.
 DEFAULT_PER_CLASS = 60
+#: rapidfuzz ``partial_ratio`` from which a cited quote matches a gold selected sentence.
+GOLD_MATCH_THRESHOLD = 90.0
 
 # ------------------------------------------------------------------------------------ sample
 
@@ -161,12 +162,12 @@ def auroc(scores: Sequence[float], unanswerable: Sequence[bool]) -> float | None
 # ------------------------------------------------------------------------------------ citations
 
 
-def quote_in_selected(quote: str, selected: Sequence[str], threshold: float = DEFAULT_QUOTE_MATCH_THRESHOLD) -> bool:
-    q = normalise(quote)
+def quote_in_selected(quote: str, selected: Sequence[str], threshold: float = GOLD_MATCH_THRESHOLD) -> bool:
+    q = fold_text(quote)
     if not q:
         return False
     for sentence in selected:
-        s = normalise(sentence)
+        s = fold_text(sentence)
         if not s:
             continue
         shorter, longer = (q, s) if len(q) <= len(s) else (s, q)
@@ -188,74 +189,71 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder.warm_up()
     generator_settings = GeneratorSettings()
     rows: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    async with AsyncExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=args.workdir))
         print(f"{len(queries)} questions; starting the LLM server; index (cache {args.index_cache}) ...", flush=True)
         llm = start_llm_server(free_port(), Path(tmp) / "logs")
-        try:
-            retriever, index = await open_retriever(dataset, args.index_cache, embedder, settings=settings, progress=False)
-        except BaseException:
-            llm.stop()
-            raise
-        try:
-            print(f"   {index['documents']} documents → {index['chunks']} chunks "
-                  f"({'reused' if index['reused'] else 'ingested'}, ingest took {index['ingest_seconds']} s)", flush=True)
-            search = retriever.search_services["min_max"]
-            passages_of: dict[str, list[Any]] = {}
-            for query in queries:
-                hybrid = await search.search(SearchRequest(query=query.text, top_k=TOP_K, mode="hybrid"))
-                dense = await search.search(SearchRequest(query=query.text, top_k=1, mode="dense"))
-                passages_of[query.id] = hybrid.passages
-                gold = dataset.relevant(query.id)
-                rows[query.id] = {
-                    "query_id": query.id,
-                    "answerable": bool(query.answerable),
-                    "half": "A" if query.id in half_a else "B",
-                    "hybrid_top_score": hybrid.passages[0].score if hybrid.passages else 0.0,
-                    "dense_top_score": dense.passages[0].score if dense.passages else 0.0,
-                    "retrieved_doc_ids": list(dict.fromkeys(p.doc_id for p in hybrid.passages)),
-                    "gold_in_top5": bool(gold) and any(p.doc_id in gold for p in hybrid.passages),
-                }
-            generator = build_answer_generator(LLMSettings(base_url=llm.url), generator_settings)
-            semaphore = asyncio.Semaphore(args.concurrency)
-            done = 0
-            started = time.perf_counter()
+        stack.callback(llm.stop)
+        retriever, index = await stack.enter_async_context(
+            open_retriever(dataset, args.index_cache, embedder, settings=settings, progress=False)
+        )
+        print(f"   {index['documents']} documents → {index['chunks']} chunks "
+              f"({'reused' if index['reused'] else 'ingested'}, ingest took {index['ingest_seconds']} s)", flush=True)
+        search = retriever.search_services["min_max"]
+        passages_of: dict[str, list[Any]] = {}
+        for query in queries:
+            hybrid = await search.search(SearchRequest(query=query.text, top_k=TOP_K, mode="hybrid"))
+            dense = await search.search(SearchRequest(query=query.text, top_k=1, mode="dense"))
+            passages_of[query.id] = hybrid.passages
+            gold = dataset.relevant(query.id)
+            rows[query.id] = {
+                "query_id": query.id,
+                "answerable": bool(query.answerable),
+                "half": "A" if query.id in half_a else "B",
+                "hybrid_top_score": hybrid.passages[0].score if hybrid.passages else 0.0,
+                "dense_top_score": dense.passages[0].score if dense.passages else 0.0,
+                "retrieved_doc_ids": list(dict.fromkeys(p.doc_id for p in hybrid.passages)),
+                "gold_in_top5": bool(gold) and any(p.doc_id in gold for p in hybrid.passages),
+            }
+        runtime = await stack.enter_async_context(open_generator(generator_settings, LLMSettings(base_url=llm.url)))
+        generator = runtime.generator
+        semaphore = asyncio.Semaphore(args.concurrency)
+        done = 0
+        started = time.perf_counter()
 
-            async def answer(query: Query) -> None:
-                nonlocal done
-                passages = passages_of[query.id]
-                by_chunk = {p.chunk_id: p.doc_id for p in passages}
-                row = rows[query.id]
-                async with semaphore:
-                    t0 = time.perf_counter()
-                    try:
-                        response = await generator.generate(GenerateRequest(query=query.text, passages=passages))
-                    except Exception as exc:  # a 504/503 ServiceError: recorded, excluded from the scores
-                        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
-                        response = None
-                    row["generate_ms"] = round((time.perf_counter() - t0) * 1000.0, 1)
-                if response is not None:
-                    row.update(
-                        abstained=response.abstained,
-                        abstain_reason=response.abstain_reason,
-                        citation_precision=response.citation_precision,
-                        repaired=response.repaired,
-                        answer=response.answer,
-                        citations=[{"doc_id": by_chunk.get(c.chunk_id, c.chunk_id), "quote": c.quote}
-                                   for c in response.citations],
-                    )
-                done += 1
-                if done % 10 == 0 or done == len(queries):
-                    print(f"   {done}/{len(queries)} answered, {time.perf_counter() - started:.0f} s", flush=True)
+        async def answer(query: Query) -> None:
+            nonlocal done
+            passages = passages_of[query.id]
+            by_chunk = {p.chunk_id: p.doc_id for p in passages}
+            row = rows[query.id]
+            async with semaphore:
+                t0 = time.perf_counter()
+                try:
+                    response = await generator.generate(GenerateRequest(query=query.text, passages=passages))
+                except Exception as exc:  # the LLM failed (DependencyFailed): recorded, excluded from the scores
+                    row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+                    response = None
+                row["generate_ms"] = round((time.perf_counter() - t0) * 1000.0, 1)
+            if response is not None:
+                row.update(
+                    abstained=response.abstained,
+                    abstain_reason=response.abstain_reason,
+                    citation_precision=response.citation_precision,
+                    repaired=response.repaired,
+                    answer=response.answer,
+                    citations=[{"doc_id": by_chunk.get(c.chunk_id, c.chunk_id), "quote": c.quote}
+                               for c in response.citations],
+                )
+            done += 1
+            if done % 10 == 0 or done == len(queries):
+                print(f"   {done}/{len(queries)} answered, {time.perf_counter() - started:.0f} s", flush=True)
 
-            try:  # llama.cpp's first call is slow: not measured
-                await generator.generate(GenerateRequest(query="warm-up", passages=passages_of[queries[0].id][:1]))
-            except Exception as exc:  # noqa: BLE001
-                print(f"   warm-up failed: {type(exc).__name__}: {exc}", flush=True)
-            await asyncio.gather(*(answer(query) for query in queries))
-            generate_seconds = time.perf_counter() - started
-        finally:
-            await retriever.close()
-            llm.stop()
+        try:  # llama.cpp's first call is slow: not measured
+            await generator.generate(GenerateRequest(query="warm-up", passages=passages_of[queries[0].id][:1]))
+        except Exception as exc:  # noqa: BLE001
+            print(f"   warm-up failed: {type(exc).__name__}: {exc}", flush=True)
+        await asyncio.gather(*(answer(query) for query in queries))
+        generate_seconds = time.perf_counter() - started
 
     return summarise(dataset, queries, rows, args, index, generator_settings, generate_seconds)
 

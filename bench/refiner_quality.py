@@ -7,13 +7,15 @@ For every task with qrels (answerable and partial, 332; ``--limit N``: a seeded 
 ``rag_eval.runner.select_queries``):
 
 1. raw:     hybrid search (min_max fusion, the default) with the last user turn alone;
-2. refined: ``QueryRefiner.from_settings`` (the refiner service's own construction and defaults,
-   ``REFINER_*`` env vars apply) with the conversation before that turn as history, on the real
+2. refined: the refiner's runtime (``rag_refiner.runtime.open_runtime``: the service's own
+   construction and defaults, ``REFINER_*`` env vars apply) with the conversation before that turn
+   as history, cut as the gateway cuts it (``rag_common.history.cut_history`` with
+   ``GatewaySettings().history_window()``, ``GATEWAY_HISTORY_*`` env vars apply), on the real
    SmolLM2-135M served by llama.cpp (``ragctl.stack.start_llm_server``); then the same search with
    the refined query (no second search when the query came back unchanged).
 
 A control without the LLM is searched too: the refiner's own deterministic ``context_append``
-rewrite (message + the last question of its history window) for every follow-up.
+rewrite (message + the last question of that cut history) for every follow-up.
 
 Reports Recall@5 and nDCG@10 (``rag_eval.metrics``) of all three, the paired bootstrap 95 % CI of the
 difference (``rag_eval.stats.paired_bootstrap``), the refiner's latency (one request at a time,
@@ -32,6 +34,8 @@ import os
 import tempfile
 import time
 from collections import Counter
+from contextlib import AsyncExitStack
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +44,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
-from rag_common.llm import build_chat_model  # noqa: E402
+from rag_common.history import cut_history  # noqa: E402
 from rag_common.schemas import HistoryTurn, RefineRequest  # noqa: E402
 from rag_common.settings import LLMSettings  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
@@ -48,8 +52,9 @@ from rag_eval.metrics import evaluate  # noqa: E402
 from rag_eval.pipeline import history_pairs, open_retriever  # noqa: E402
 from rag_eval.runner import select_queries  # noqa: E402
 from rag_eval.stats import paired_bootstrap, percentiles  # noqa: E402
+from rag_gateway.settings import GatewaySettings  # noqa: E402
 from rag_refiner.query_refiner import QueryRefiner  # noqa: E402
-from rag_refiner.rewrite_prompt import REWRITE_MAX_TOKENS  # noqa: E402
+from rag_refiner.runtime import open_runtime as open_refiner  # noqa: E402
 from rag_refiner.settings import RefinerSettings  # noqa: E402
 from rag_retriever.settings import RetrieverSettings  # noqa: E402
 from ragctl.stack import free_port, start_llm_server  # noqa: E402
@@ -86,71 +91,67 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder = SentenceTransformerEmbedder(settings.embedding_model, device="cpu")
     embedder.warm_up()
     refiner_settings = RefinerSettings()
+    window = GatewaySettings().history_window()
     records: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+    async with AsyncExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(dir=args.workdir))
         print(f"starting the LLM server; index of {len(dataset.corpus)} passages (cache {args.index_cache}) ...", flush=True)
         llm = start_llm_server(free_port(), Path(tmp) / "logs")
-        try:
-            retriever, index = await open_retriever(dataset, args.index_cache, embedder, settings=settings, progress=False)
-        except BaseException:
-            llm.stop()
-            raise
-        try:
-            print(f"   {index['documents']} documents → {index['chunks']} chunks "
-                  f"({'reused' if index['reused'] else 'ingested'}, ingest took {index['ingest_seconds']} s)", flush=True)
-            llm_settings = LLMSettings(base_url=llm.url)
-            refiner = QueryRefiner.from_settings(
-                build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS), refiner_settings
-            )
-            # One warm-up request (llama.cpp's first call loads its caches), not measured.
-            await refiner.refine(RefineRequest(
-                message="and how much does it cost?",
-                history=[HistoryTurn(question="What is a Roth IRA?", answer="A retirement account funded after tax.")],
-            ))
-            started = time.perf_counter()
-            for number, query in enumerate(queries, start=1):
-                raw = await retriever.search(query.text, MODE, TOP_K, FUSION)
-                t0 = time.perf_counter()
-                response = await refiner.refine(RefineRequest(message=query.text, history=history_pairs(query.history)))
-                refine_ms = (time.perf_counter() - t0) * 1000.0
-                changed = response.query.strip() != query.text.strip()
-                refined = await retriever.search(response.query, MODE, TOP_K, FUSION) if changed else raw
-                # Control without the LLM: the refiner's own deterministic rewrite (message + the last
-                # question of its history window) for every follow-up.
-                pairs = refiner.prompt_history(history_pairs(query.history))
-                appended = QueryRefiner._append_context(query.text, pairs, "").query if pairs else query.text
-                if appended == response.query:
-                    append_ranking = refined
-                elif appended == query.text:
-                    append_ranking = raw
-                else:
-                    append_ranking = await retriever.search(appended, MODE, TOP_K, FUSION)
-                records.append({
-                    "query_id": query.id,
-                    "follow_up": bool(query.history),
-                    "collection": query.metadata.get("collection"),
-                    "multi_turn": query.metadata.get("multi_turn"),
-                    "raw_query": query.text,
-                    "refined_query": response.query,
-                    "changed": changed,
-                    "rewritten": response.rewritten,
-                    "method": response.method,
-                    "intent": response.intent,
-                    "intent_method": response.intent_method,
-                    "detail": response.detail[:300],
-                    "refine_ms": round(refine_ms, 1),
-                    "raw_ranking": raw,
-                    "refined_ranking": refined,
-                    "append_query": appended,
-                    "append_ranking": append_ranking,
-                })
-                if number % 25 == 0 or number == len(queries):
-                    elapsed = time.perf_counter() - started
-                    print(f"   {number}/{len(queries)} tasks, {elapsed:.0f} s", flush=True)
-            loop_seconds = time.perf_counter() - started
-        finally:
-            await retriever.close()
-            llm.stop()
+        stack.callback(llm.stop)
+        retriever, index = await stack.enter_async_context(
+            open_retriever(dataset, args.index_cache, embedder, settings=settings, progress=False)
+        )
+        print(f"   {index['documents']} documents → {index['chunks']} chunks "
+              f"({'reused' if index['reused'] else 'ingested'}, ingest took {index['ingest_seconds']} s)", flush=True)
+        runtime = await stack.enter_async_context(open_refiner(refiner_settings, LLMSettings(base_url=llm.url)))
+        refiner = runtime.refiner
+        # One warm-up request (llama.cpp's first call loads its caches), not measured.
+        await refiner.refine(RefineRequest(
+            message="and how much does it cost?",
+            history=[HistoryTurn(question="What is a Roth IRA?", answer="A retirement account funded after tax.")],
+        ))
+        started = time.perf_counter()
+        for number, query in enumerate(queries, start=1):
+            raw = await retriever.search(query.text, MODE, TOP_K, FUSION)
+            # The conversation as the gateway would send it.
+            pairs = cut_history(history_pairs(query.history), window)
+            t0 = time.perf_counter()
+            response = await refiner.refine(RefineRequest(message=query.text, history=pairs))
+            refine_ms = (time.perf_counter() - t0) * 1000.0
+            changed = response.query.strip() != query.text.strip()
+            refined = await retriever.search(response.query, MODE, TOP_K, FUSION) if changed else raw
+            # Control without the LLM: the refiner's own deterministic rewrite (message + the last
+            # question of the history it was given) for every follow-up.
+            appended = QueryRefiner._append_context(query.text, pairs, "").query if pairs else query.text
+            if appended == response.query:
+                append_ranking = refined
+            elif appended == query.text:
+                append_ranking = raw
+            else:
+                append_ranking = await retriever.search(appended, MODE, TOP_K, FUSION)
+            records.append({
+                "query_id": query.id,
+                "follow_up": bool(query.history),
+                "collection": query.metadata.get("collection"),
+                "multi_turn": query.metadata.get("multi_turn"),
+                "raw_query": query.text,
+                "refined_query": response.query,
+                "changed": changed,
+                "rewritten": response.rewritten,
+                "method": response.method,
+                "intent": response.intent,
+                "intent_method": response.intent_method,
+                "detail": response.detail[:300],
+                "refine_ms": round(refine_ms, 1),
+                "raw_ranking": raw,
+                "refined_ranking": refined,
+                "append_query": appended,
+                "append_ranking": append_ranking,
+            })
+            if number % 25 == 0 or number == len(queries):
+                elapsed = time.perf_counter() - started
+                print(f"   {number}/{len(queries)} tasks, {elapsed:.0f} s", flush=True)
+        loop_seconds = time.perf_counter() - started
 
     raw_run = {r["query_id"]: r["raw_ranking"] for r in records}
     refined_run = {r["query_id"]: r["refined_ranking"] for r in records}
@@ -175,6 +176,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "retrieval": {"mode": MODE, "fusion": FUSION, "top_k": TOP_K, "embedder": embedder.model_id,
                       "index": {k: v for k, v in index.items() if k != "fingerprint"}},
         "refiner_settings": refiner_settings.model_dump(mode="json", exclude={"port", "host"}),
+        "history_window": asdict(window),
         "llm": "SmolLM2-135M-Instruct Q4_1 (llama.cpp, ragctl.stack.start_llm_server)",
         "groups": {name: compare(raw_run, refined_run, dataset.qrels, ids) for name, ids in groups.items()},
         # "raw" = the deterministic append (no LLM), "refined" = the refiner: Δ = refiner − append.

@@ -2,7 +2,8 @@
 
 Ingests the hotpotqa corpus (994 paragraphs, 100 two-hop questions with 2 gold paragraphs each)
 into a fresh embedded index through the retriever's own ``Ingestor`` and real all-MiniLM-L6-v2
-embedder (``rag_eval.harness.Retriever``), then per retrieval mode (dense, hybrid min_max):
+embedder (the retriever's runtime, ``rag_eval.harness.open_index``), then per retrieval mode
+(dense, hybrid min_max):
 
 1. takes the top ``--candidates`` (50) chunks per question from ``SearchService`` with
    ``include_embeddings`` (the stored vectors and the query vector travel to the reranker, as in
@@ -59,18 +60,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
-from rag_common.schemas import DiffusionStage as DiffusionSpec  # noqa: E402
-from rag_common.schemas import DiversityStage as DiversitySpec  # noqa: E402
-from rag_common.schemas import Passage, RerankRequest, SearchRequest  # noqa: E402
+from rag_common.schemas import DiffusionSpec, GmmrSpec, Passage, RerankRequest, SearchRequest  # noqa: E402
 from rag_common.settings import LLMSettings  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
-from rag_eval.harness import Retriever, dedupe_doc_ids  # noqa: E402
+from rag_eval.harness import Retriever, dedupe_doc_ids, open_index  # noqa: E402
 from rag_eval.metrics import evaluate  # noqa: E402
 from rag_reranker.rerank_service import RerankService  # noqa: E402
 from rag_reranker.settings import RerankerSettings  # noqa: E402
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector  # noqa: E402
 from rag_reranker.stages.diffusion_stage import DiffusionStage  # noqa: E402
-from rag_reranker.stages.diversity_stage import DiversityStage  # noqa: E402
+from rag_reranker.stages.gmmr_stage import GmmrStage  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASET = "hotpotqa"
@@ -123,9 +122,9 @@ def fixed_pipelines(alphas: list[float], chain_alpha: float) -> dict[str, list[A
     for alpha in alphas:
         pipelines[f"diffusion α={alpha:g}"] = [DiffusionSpec(alpha=alpha)]
     for lam in LAMBDAS:
-        pipelines[f"gmmr λ={lam:g}"] = [DiversitySpec(mmr_lambda=lam)]
+        pipelines[f"gmmr λ={lam:g}"] = [GmmrSpec(mmr_lambda=lam)]
     for lam in LAMBDAS:
-        pipelines[f"diffusion→gmmr λ={lam:g}"] = [DiffusionSpec(alpha=chain_alpha), DiversitySpec(mmr_lambda=lam)]
+        pipelines[f"diffusion→gmmr λ={lam:g}"] = [DiffusionSpec(alpha=chain_alpha), GmmrSpec(mmr_lambda=lam)]
     return pipelines
 
 
@@ -238,7 +237,7 @@ async def run(args: argparse.Namespace, embedder: SentenceTransformerEmbedder) -
 
     settings = RerankerSettings()
     fixed_service = RerankService(
-        {"diffusion": DiffusionStage(alpha=settings.diffusion_alpha), "gmmr": DiversityStage(settings.mmr_lambda)},
+        {"diffusion": DiffusionStage(alpha=settings.diffusion_alpha), "gmmr": GmmrStage(settings.mmr_lambda)},
         default_chain=["gmmr"],
         embedder=embedder,
     )
@@ -246,8 +245,7 @@ async def run(args: argparse.Namespace, embedder: SentenceTransformerEmbedder) -
     print(f"== {dataset!r}; ingesting ...", flush=True)
     out: dict[str, Any] = {"modes": {}}
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
-        retriever = Retriever(Path(tmp) / "index", embedder)
-        try:
+        async with open_index(Path(tmp) / "index", embedder) as retriever:
             stats = await retriever.ingest_corpus(dataset.corpus, source=dataset.name)
             print(f"   {stats.documents} documents → {stats.chunks} chunks in {stats.seconds:.1f} s", flush=True)
             out.update(documents=stats.documents, chunks=stats.chunks, queries=len(query_ids))
@@ -259,8 +257,6 @@ async def run(args: argparse.Namespace, embedder: SentenceTransformerEmbedder) -
                     for q in query_ids
                 ]
             out["embeddings_source"] = state.get("embeddings_source")
-        finally:
-            await retriever.close()
 
     outcomes: dict[str, dict[str, dict[str, Outcome]]] = {}
     for label, _, _ in MODES:
@@ -326,7 +322,7 @@ async def run_adaptive(
                           service_evaluator_timeout_s=settings.evaluator_timeout_s)
             service = RerankService(
                 {
-                    "gmmr": DiversityStage(
+                    "gmmr": GmmrStage(
                         settings.mmr_lambda,
                         adaptive=AdaptiveLambdaSelector(counter, concurrency=settings.evaluator_concurrency),
                         lambdas=tuple(settings.adaptive_lambdas),
@@ -343,7 +339,7 @@ async def run_adaptive(
                 started = time.perf_counter()
                 for q in subset:
                     counter.reset()
-                    adaptive[q] = await rerank(service, by_id[q], [DiversitySpec(mmr_lambda="adaptive")])
+                    adaptive[q] = await rerank(service, by_id[q], [GmmrSpec(mmr_lambda="adaptive")])
                     calls.append(counter.plan_calls + counter.score_calls)
                     fallback = adaptive[q].detail.get("fallback")
                     print(f"   {label} adaptive {len(calls)}/{len(subset)}: λ={adaptive[q].detail.get('lambda')} "

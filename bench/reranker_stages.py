@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services" / "reranker"))
 
-from rag_reranker.stages.diversity import GeometricMMR  # noqa: E402
+from rag_reranker.stages.gmmr import GeometricMMR  # noqa: E402
 from rag_reranker.stages.graph_diffusion import GraphDiffusionReranker  # noqa: E402
 
 

@@ -8,7 +8,9 @@ texts that ingestion produced, in batches of the same size the Ingestor uses. Ea
 
     overhead = (pipeline - embed only) / pipeline          (goal <= 15 %)
 
-Because the separate runs drift with the machine's load, the same ratio is also measured within each
+The ingestion is the retriever's runtime (``rag_retriever.runtime.open_runtime`` through
+``rag_eval.harness.open_index``: its ``Ingestor``, chunker and embedded backend, as the service builds
+them). Because the separate runs drift with the machine's load, the same ratio is also measured within each
 pipeline run: (wall time - time spent inside the embedder) / wall time. Also reported, to explain the overhead: chunking alone (the embedder's tokenizer) and indexing alone
 (``upsert`` of the precomputed vectors into a fresh index). Prints numbers and writes JSON.
 
@@ -32,10 +34,11 @@ import numpy as np
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_eval.datasets import DatasetNotFound, load_dataset
-from rag_eval.harness import BackendAdapter, Retriever, open_embedded_backend, to_documents
+from rag_eval.harness import embedded_settings, open_index, to_documents
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import EMBED_BATCH_SIZE, to_source_document
 from rag_retriever.records import ChunkRecord
+from rag_retriever.runtime import open_backend
 from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
 
@@ -77,19 +80,19 @@ async def pipeline(
     """(wall seconds of the ingestion, seconds of it spent inside the embedder, chunks written)."""
     timed = TimedEmbedder(embedder)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        retriever = Retriever(Path(tmp) / "index", timed)
-        try:
+        async with open_index(Path(tmp) / "index", timed) as retriever:
             stats = await retriever.ingest(documents, request_size=request_size)
-        finally:
-            await retriever.close()
     if stats.failed:
         print(f"  warning: {stats.failed} documents failed to ingest", file=sys.stderr)
     return stats.seconds, timed.seconds, stats.chunks
 
 
-async def index_only(embedder: Any, chunks: list[ChunkRecord], vectors: np.ndarray, workdir: Path, request_size: int) -> float:
+async def index_only(
+    embedder: SentenceTransformerEmbedder, chunks: list[ChunkRecord], vectors: np.ndarray, workdir: Path, request_size: int
+) -> float:
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        adapter = BackendAdapter(open_embedded_backend(Path(tmp) / "index", embedder.dim, RetrieverSettings(), embedder.model_id))
+        settings = embedded_settings(Path(tmp) / "index")
+        backend = await open_backend(settings, dim=embedder.dim, model_id=embedder.model_id)
         try:
             started = time.perf_counter()
             # One upsert per ingest request, as the Ingestor does.
@@ -99,10 +102,10 @@ async def index_only(embedder: Any, chunks: list[ChunkRecord], vectors: np.ndarr
             doc_ids = list(by_doc)
             for start in range(0, len(doc_ids), request_size):
                 rows = [row for doc_id in doc_ids[start : start + request_size] for row in by_doc[doc_id]]
-                await adapter.upsert([chunks[row] for row in rows], vectors[rows])
+                await backend.upsert([chunks[row] for row in rows], vectors[rows])
             return time.perf_counter() - started
         finally:
-            await adapter.close()
+            await backend.close()
 
 
 def main() -> None:

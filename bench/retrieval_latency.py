@@ -8,6 +8,9 @@ backend's ``upsert`` in batches; then times ``--queries`` searches (after a warm
 - the same through ``SearchService`` (the request path of ``POST /v1/search`` minus HTTP), with
   an embedder stub returning the query's precomputed vector, so query embedding is excluded.
 
+Backend and search services are the retriever's runtime (``rag_retriever.runtime.open_runtime``,
+embedded backend in a fresh folder, the stub as its embedder; ``search_with`` for the second fusion).
+
 Query vectors are data vectors plus noise (``--query-noise``); query texts are four topical words of
 the same document. ANN recall@10 compares ``search_dense`` with an exact numpy scan over the same
 vectors. RSS (psutil) is read before and after each build; the real MiniLM query-embedding time is
@@ -36,10 +39,11 @@ import psutil
 
 from rag_common.schemas import SearchRequest
 from rag_eval.datasets import DatasetNotFound, load_dataset
-from rag_eval.harness import BackendAdapter, make_search_service, open_embedded_backend
+from rag_eval.harness import embedded_settings
 from rag_eval.synthetic import SyntheticCorpus
-from rag_retriever.locking import ReadWriteLock
+from rag_retriever.backends.base import FusionSettings, SearchBackend
 from rag_retriever.records import ChunkRecord
+from rag_retriever.runtime import open_runtime
 from rag_retriever.settings import RetrieverSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -107,13 +111,13 @@ def row_of(chunk_id: str) -> int:
     return int(chunk_id[1:].split(":", 1)[0])
 
 
-async def build(adapter: BackendAdapter, corpus: SyntheticCorpus, vectors: np.ndarray, batch: int) -> dict[str, Any]:
+async def build(backend: SearchBackend, corpus: SyntheticCorpus, vectors: np.ndarray, batch: int) -> dict[str, Any]:
     started = time.perf_counter()
     batch_seconds = []
     for start in range(0, corpus.size, batch):
         stop = min(start + batch, corpus.size)
         t0 = time.perf_counter()
-        await adapter.upsert([chunk(corpus, i) for i in range(start, stop)], vectors[start:stop])
+        await backend.upsert([chunk(corpus, i) for i in range(start, stop)], vectors[start:stop])
         batch_seconds.append(time.perf_counter() - t0)
         print(f"    upserted {stop:>7,} / {corpus.size:,}  (batch {batch_seconds[-1]:.1f} s)", flush=True)
     seconds = time.perf_counter() - started
@@ -149,33 +153,33 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
     rss_before = rss()
 
     index_dir = workdir / f"index-{size}"
-    backend = open_embedded_backend(index_dir, args.dim, settings, model_id="synthetic")
-    adapter = BackendAdapter(backend)
-    try:
-        build_stats = await build(adapter, corpus, vectors, args.batch)
+    stub = VectorLookupEmbedder(args.dim)
+    async with open_runtime(embedded_settings(index_dir, settings), embedder=stub) as runtime:
+        backend = runtime.backend
+        build_stats = await build(backend, corpus, vectors, args.batch)
         rss_after = rss()
-        count = await adapter.count()
+        count = await backend.count()
 
+        fusions = {
+            fusion: FusionSettings(method=fusion, dense_weight=settings.hybrid_dense_weight)
+            for fusion in ("min_max", "rrf")
+        }
         modes: dict[str, Any] = {
-            "dense": [lambda v=v: adapter.search_dense(v, K) for v in query_vectors],
-            "bm25": [lambda t=t: adapter.search_bm25(t, K) for t in query_texts],
+            "dense": [lambda v=v: backend.search_dense(v, K) for v in query_vectors],
+            "bm25": [lambda t=t: backend.search_bm25(t, K) for t in query_texts],
             "hybrid": [
-                lambda t=t, v=v: adapter.search_hybrid(t, v, K, None, "min_max", settings.hybrid_dense_weight)
+                lambda t=t, v=v: backend.search_hybrid(t, v, K, None, fusions["min_max"])
                 for t, v in zip(query_texts, query_vectors, strict=True)
             ],
             "hybrid_rrf": [
-                lambda t=t, v=v: adapter.search_hybrid(t, v, K, None, "rrf")
+                lambda t=t, v=v: backend.search_hybrid(t, v, K, None, fusions["rrf"])
                 for t, v in zip(query_texts, query_vectors, strict=True)
             ],
         }
         backend_ms = {mode: summary(await time_calls(calls)) for mode, calls in modes.items()}
 
-        stub = VectorLookupEmbedder(args.dim)
         stub.vectors = dict(zip(query_texts, query_vectors, strict=True))
-        services = {
-            fusion: make_search_service(backend, stub, ReadWriteLock(), fusion, settings.hybrid_dense_weight)
-            for fusion in ("min_max", "rrf")
-        }
+        services = {fusion: runtime.search_with(config) for fusion, config in fusions.items()}
         service_modes = {
             "dense": ("dense", "min_max"), "bm25": ("bm25", "min_max"),
             "hybrid": ("hybrid", "min_max"), "hybrid_rrf": ("hybrid", "rrf"),
@@ -193,12 +197,10 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
         empty_bm25 = 0
         for vector, text in zip(query_vectors, query_texts, strict=True):
             exact = set(np.argpartition(-(vectors @ vector), K)[:K].tolist())
-            found = {row_of(hit.chunk.chunk_id) for hit in await adapter.search_dense(vector, K)}
+            found = {row_of(hit.chunk.chunk_id) for hit in await backend.search_dense(vector, K)}
             recalls.append(len(found & exact) / K)
-            empty_bm25 += not await adapter.search_bm25(text, K)
+            empty_bm25 += not await backend.search_bm25(text, K)
         disk = dir_size(index_dir)
-    finally:
-        await adapter.close()
     shutil.rmtree(index_dir, ignore_errors=True)
 
     result = {
@@ -214,7 +216,6 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
         "ann_recall_at_10": round(statistics.fmean(recalls), 4),
         "ann_recall_at_10_min": round(min(recalls), 2),
         "bm25_queries_without_hits": empty_bm25,
-        "hybrid_path": adapter.hybrid_path,
     }
     print(
         f"  built in {build_stats['seconds']} s ({build_stats['chunks_per_s']} chunks/s); RSS {result['rss_after_build_mib']} MiB "

@@ -1,7 +1,8 @@
 """Retrieval quality of bm25, dense and hybrid (min_max and rrf) on real benchmark datasets.
 
 For each dataset: ingests its corpus into a fresh embedded index through the retriever's own
-``Ingestor`` (the real chunker and the real all-MiniLM-L6-v2 embedder), then asks every query once
+``Ingestor`` (its runtime, ``rag_eval.harness.open_index``: the real chunker and the real
+all-MiniLM-L6-v2 embedder), then asks every query once
 per mode through ``SearchService`` with ``top_k`` = the largest metric cut-off, and scores the
 rankings (chunks of one document count once, at their best rank) with ``rag_eval.metrics``.
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_eval.datasets import DatasetNotFound, load_dataset
-from rag_eval.harness import Retriever, call
+from rag_eval.harness import Retriever, open_index
 from rag_eval.metrics import evaluate, parse_metric
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ async def ann_recall(retriever: Retriever, recorder: RecordingEmbedder, queries:
     for text in queries:
         vector = recorder.encode_queries([text])[0]
         exact = {recorder.texts[i] for i in np.argsort(-(matrix @ vector), kind="stable")[:k]}
-        found = {hit.chunk.text for hit in await retriever.adapter.search_dense(vector, k)}
+        found = {hit.chunk.text for hit in await retriever.backend.search_dense(vector, k)}
         recalls.append(len(found & exact) / len(exact))
     return float(np.mean(recalls))
 
@@ -97,10 +98,9 @@ async def run_dataset(name: str, embedder: SentenceTransformerEmbedder, workdir:
     print(f"\n== {dataset!r}; ingesting ...", flush=True)
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         recorder = RecordingEmbedder(embedder)
-        retriever = Retriever(Path(tmp) / "index", recorder)
-        try:
+        async with open_index(Path(tmp) / "index", recorder) as retriever:
             stats = await retriever.ingest_corpus(dataset.corpus, source=dataset.name)
-            listed = await call(retriever.backend.list_documents)
+            listed = await retriever.backend.list_documents()
             multi_chunk = sum(1 for info in listed if info.chunks > 1)
             print(
                 f"   {stats.documents} documents → {stats.chunks} chunks ({multi_chunk} documents in several chunks) "
@@ -126,8 +126,6 @@ async def run_dataset(name: str, embedder: SentenceTransformerEmbedder, workdir:
                 print(f"   {label:<15} " + "  ".join(f"{s}={v:.4f}" for s, v in result.means.items()), flush=True)
             recall = await ann_recall(retriever, recorder, [query.text for query in dataset.queries])
             print(f"   ANN recall@10 (dense search vs exact scan of the same vectors): {recall:.4f}", flush=True)
-        finally:
-            await retriever.close()
     return {
         "documents": len(dataset.corpus),
         "queries": len(dataset.queries),

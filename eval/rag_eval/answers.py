@@ -11,6 +11,9 @@
 ``abstention_scores``      positive = the system abstained, truth = the question is unanswerable:
                            precision = abstentions on unanswerable / all abstentions, recall =
                            abstentions on unanswerable / all unanswerable
+``fold_text``              not a metric: the fold the benchmarks match a cited sentence against
+                           gold sentences with (NFKC, casefold, typographic quotes and dashes to
+                           ASCII, whitespace runs to one space)
 =========================  =======================================================================
 
 SQuAD normalisation: lower case, punctuation removed, the articles a / an / the removed, whitespace
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -38,6 +42,20 @@ def normalize_answer(text: str) -> str:
     text = "".join(ch for ch in text if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+_FOLD = str.maketrans(
+    {c: "'" for c in "\u2018\u2019\u201a\u201b\u2032\u0060\u00b4"}
+    | {c: '"' for c in "\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb"}
+    | {c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"}
+)
+
+
+def fold_text(text: str) -> str:
+    """``text`` folded for matching a quote against a source sentence: Unicode compatibility forms
+    (NFKC), case (``casefold``), typographic quotes and dashes to ASCII, every whitespace run to one
+    space, no space at either end."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().translate(_FOLD).split())
 
 
 def _best(prediction: str, references: Sequence[str], metric: Any) -> float | None:

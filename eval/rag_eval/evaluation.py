@@ -28,9 +28,10 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.datasets import DatasetNotFound, load_dataset
 from rag_eval.datasets.types import Dataset, Query
@@ -39,6 +40,14 @@ from rag_eval.report import comparison_table, headline, pretty, vs_retriever_tab
 from rag_eval.runner import execute, select_queries, subset_corpus, summarize, write_summary
 from rag_eval.runs import MODES, RunConfig, StageConfig, parse_run
 from rag_eval.stats import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:  # the services (and torch) are imported only when a dataset is evaluated
+    from rag_common.embedders import Embedder
+    from rag_common.settings import LLMSettings
+    from rag_eval.pipeline import Pipeline
+    from rag_generator.answer_generator import AnswerGenerator
+    from rag_refiner.query_refiner import QueryRefiner
+    from rag_reranker.runtime import RerankerRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +66,8 @@ class EvalOptions:
     ks: tuple[int, ...] = DEFAULT_KS
     candidates: int = 50
     top_k: int = 20
-    #: ``rag_common.settings.LLMSettings`` of the endpoint to use, or None: no LLM runs.
-    llm_settings: Any = None
+    #: The LLM endpoint to use, or None: no LLM runs.
+    llm_settings: LLMSettings | None = None
     adaptive_limit: int = 20
     lambdas: tuple[float, ...] = LAMBDAS
     resamples: int = DEFAULT_RESAMPLES
@@ -124,20 +133,19 @@ def best_lambda(sweep: dict[str, dict[float, float]]) -> float:
 class Evaluator:
     """Holds the embedder (loaded once) and runs datasets one after the other."""
 
-    def __init__(self, options: EvalOptions, embedder: Any = None, echo: Callable[[str], None] = print) -> None:
+    def __init__(self, options: EvalOptions, embedder: Embedder | None = None, echo: Callable[[str], None] = print) -> None:
         self.options = options
         self._embedder = embedder
         self.echo = echo
 
     @property
-    def embedder(self) -> Any:
+    def embedder(self) -> Embedder:
+        """The retriever's embedder as its runtime builds it (``RETRIEVER_*``), shared with the reranker."""
         if self._embedder is None:
-            from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+            from rag_retriever.runtime import build_embedder
             from rag_retriever.settings import RetrieverSettings
 
-            settings = RetrieverSettings()
-            self._embedder = SentenceTransformerEmbedder(settings.embedding_model, device=settings.device or "cpu")
-            self._embedder.warm_up()
+            self._embedder = build_embedder(RetrieverSettings())
         return self._embedder
 
     # ------------------------------------------------------------------------------ setup
@@ -155,31 +163,42 @@ class Evaluator:
             subset = True
         return dataset, queries, subset
 
-    async def open(self, dataset: Dataset, *, need_llm: bool) -> tuple[Any, dict[str, Any], Any, list[Any]]:
-        from rag_eval.pipeline import Pipeline, open_generator, open_refiner, open_reranker, open_retriever
+    async def open(
+        self, stack: AsyncExitStack, dataset: Dataset, *, need_llm: bool
+    ) -> tuple[Pipeline, dict[str, Any], RerankerRuntime]:
+        """The services' runtimes, opened on ``stack`` (closed when it is): the retriever over the
+        cached index of ``dataset``, the reranker (its default chain empty: every run names its
+        stages) and, with the LLM, the refiner and the generator. Returns the pipeline over them, the
+        index facts and the reranker's runtime."""
+        from rag_eval.pipeline import Pipeline, open_retriever
+        from rag_generator import runtime as generator_runtime
+        from rag_generator.settings import GeneratorSettings
+        from rag_refiner import runtime as refiner_runtime
+        from rag_reranker import runtime as reranker_runtime
 
         cache = self.options.index_cache or (self.options.reports / ".index")
-        retriever, index = await open_retriever(dataset, cache, self.embedder, progress=self.options.progress)
-        closers: list[Any] = [retriever.close]
-        try:
-            llm = self.options.llm_settings if need_llm else None
-            reranker = await open_reranker(self.embedder, llm)
-            closers.append(reranker.aclose)
-            pipeline = Pipeline(
-                retriever,
-                reranker.service,
-                refiner=open_refiner(llm) if llm is not None else None,
-                generator=open_generator(llm) if llm is not None else None,
-            )
-        except BaseException:
-            for close in reversed(closers):
-                await close()
-            raise
-        return pipeline, index, reranker, closers
+        embedder = self.embedder
+        retriever, index = await stack.enter_async_context(
+            open_retriever(dataset, cache, embedder, progress=self.options.progress)
+        )
+        llm = self.options.llm_settings if need_llm else None
+        reranker = await stack.enter_async_context(
+            reranker_runtime.open_runtime(llm_settings=llm, use_llm=llm is not None, embedder=embedder, default_chain=[])
+        )
+        generator_settings = GeneratorSettings()
+        refiner: QueryRefiner | None = None
+        generator: AnswerGenerator | None = None
+        if llm is not None:
+            refiner = (await stack.enter_async_context(refiner_runtime.open_runtime(llm_settings=llm))).refiner
+            generator = (await stack.enter_async_context(generator_runtime.open_runtime(generator_settings, llm))).generator
+        pipeline = Pipeline(
+            retriever, reranker.rerank, refiner=refiner, generator=generator, generator_settings=generator_settings
+        )
+        return pipeline, index, reranker
 
     def _context(self, index: dict[str, Any]) -> Callable[[RunConfig], str]:
         base = f"index={index['fingerprint'][:16]};candidates={self.options.candidates};top_k={self.options.top_k}"
-        model = getattr(self.options.llm_settings, "model", "")
+        model = self.options.llm_settings.model if self.options.llm_settings is not None else ""
 
         def context(config: RunConfig) -> str:
             return f"{base};llm={model}" if config.uses_llm else base
@@ -206,21 +225,18 @@ class Evaluator:
             f"{name}: {len(queries)} queries, corpus {len(dataset.corpus)} documents"
             f"{' (subset: judged + sample)' if subset else ''}"
         )
-        pipeline, index, reranker, closers = await self.open(dataset, need_llm=need_llm)
-        extra = {"index": {k: v for k, v in index.items() if k != "fingerprint"}, "corpus_subset": subset,
-                 "limit": self.options.limit}
-        try:
+        async with AsyncExitStack() as stack:
+            pipeline, index, reranker = await self.open(stack, dataset, need_llm=need_llm)
+            extra = {"index": {k: v for k, v in index.items() if k != "fingerprint"}, "corpus_subset": subset,
+                     "limit": self.options.limit}
             if ablation:
                 await self._ablation(dataset, queries, pipeline, index, reranker, report_dir, result, extra)
             if configs:
                 await self._runs(dataset, queries, pipeline, index, configs, report_dir, result, extra)
-        finally:
-            for close in reversed(closers):
-                await close()
         return result
 
     async def _execute(
-        self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any],
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any],
         configs: Sequence[RunConfig], report_dir: Path, extra: dict[str, Any], *, label: str,
         dirs: dict[str, Path] | None = None,
     ) -> dict[str, dict[str, Any]]:
@@ -261,7 +277,7 @@ class Evaluator:
         return result
 
     async def _runs(
-        self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any],
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any],
         configs: Sequence[RunConfig], report_dir: Path, result: DatasetResult, extra: dict[str, Any],
     ) -> None:
         summaries = await self._execute(dataset, queries, pipeline, index, configs, report_dir, extra,
@@ -277,11 +293,11 @@ class Evaluator:
         self.echo(f"\n{dataset.name}: runs vs {baseline}\n\n{table}\n")
 
     async def _ablation(
-        self, dataset: Dataset, queries: Sequence[Query], pipeline: Any, index: dict[str, Any], reranker: Any,
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any], reranker: RerankerRuntime,
         report_dir: Path, result: DatasetResult, extra: dict[str, Any],
     ) -> None:
         options = self.options
-        main, sweep, ce = ablation_configs(options, cross_encoder=bool(reranker.cross_encoder_model))
+        main, sweep, ce = ablation_configs(options, cross_encoder=reranker.cross_encoder is not None)
         sweep_dir = report_dir / "sweep"
         dirs = {config.name: sweep_dir for config in sweep}
         started = time.perf_counter()

@@ -1,120 +1,42 @@
-"""Drive the real retriever (its Ingestor, SearchService and backend) over a dataset.
+"""Drive the real retriever over a dataset: the retriever's own runtime, over an embedded index.
 
-Everything the benchmarks call on the retriever goes through here, so a change of the retriever's
-internal API is absorbed in one place:
-
-- :func:`call` awaits a backend method's result only when it is awaitable, so the same code works
-  with a synchronous ``SearchBackend`` and with the async one;
-- :class:`BackendAdapter` gives the benchmarks async ``search_dense`` / ``search_bm25`` /
-  ``search_hybrid`` / ``upsert`` whatever the backend provides (a backend without
-  ``search_hybrid`` is fused here with ``rag_retriever.fusion``, as the service did before);
-- :func:`fusion_config` builds what ``SearchService`` and ``search_hybrid`` take for a fusion mode
-  (a ``FusionSettings`` when the retriever has it, else the mode name).
+Nothing is assembled here. :func:`open_index` opens ``rag_retriever.runtime.open_runtime`` with the
+embedded backend in a given folder and a shared, already loaded embedder; the backend, the
+``Ingestor`` and the ``SearchService`` are the runtime's, built as the service builds them. A
+:class:`Retriever` adds what the benchmarks need on top: ingestion of a dataset's documents in
+API-sized requests, and one search service per fusion mode they compare
+(``RetrieverRuntime.search_with``), answering with document ids.
 
 Importing this module imports the retriever (and so torch).
 """
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-import numpy as np
-
-from rag_common.schemas import DocumentIn, IngestResponse, SearchRequest
+from rag_common.embedders import Embedder
+from rag_common.schemas import MAX_SEARCH_TOP_K, DocumentIn, IngestResponse, SearchMode, SearchRequest
 from rag_eval.datasets.types import Corpus, Dataset, Document
-from rag_retriever import fusion as fusion_module
-from rag_retriever.backends.embedded import EmbeddedBackend
-from rag_retriever.chunking import Chunker
-from rag_retriever.ingestion import Ingestor
-from rag_retriever.locking import ReadWriteLock
-from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.runtime import RetrieverRuntime, open_runtime
 from rag_retriever.search_service import SearchService
 from rag_retriever.settings import RetrieverSettings
-from rag_retriever.tokens import EmbedderTokenizer
 
-try:  # the async backend protocol carries its fusion settings as a dataclass
-    from rag_retriever.backends.base import FusionSettings
-except ImportError:  # pragma: no cover - the older, synchronous retriever
-    FusionSettings = None  # type: ignore[assignment,misc]
-
-#: The fusion modes the benchmarks compare.
-FUSIONS = ("min_max", "rrf")
-#: The ``SearchRequest.top_k`` ceiling of the wire schema.
-MAX_TOP_K = 200
+Fusion = Literal["min_max", "rrf"]
+#: The fusion modes the benchmarks compare (the embedded backend's; z_score needs OpenSearch).
+FUSIONS: tuple[Fusion, ...] = ("min_max", "rrf")
 
 
-async def call(method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``method(*args, **kwargs)``, awaited if it returned an awaitable (sync and async backends)."""
-    result = method(*args, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def fusion_config(method: str = "min_max", dense_weight: float = 0.5) -> Any:
-    """What the retriever takes as a fusion choice: ``FusionSettings`` if it has it, else the name."""
-    if method not in FUSIONS:
-        raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
-    if FusionSettings is not None:
-        return FusionSettings(method=method, dense_weight=dense_weight)
-    return method
-
-
-def make_search_service(backend: Any, embedder: Any, lock: ReadWriteLock, fusion: str, dense_weight: float) -> SearchService:
-    parameters = inspect.signature(SearchService).parameters
-    if "dense_weight" in parameters:  # the older service fused itself
-        return SearchService(backend, embedder, lock, fusion=fusion, dense_weight=dense_weight)
-    return SearchService(backend, embedder, lock, fusion=fusion_config(fusion, dense_weight))
-
-
-class BackendAdapter:
-    """Async access to a backend whose methods may be sync or async."""
-
-    def __init__(self, backend: Any) -> None:
-        self.backend = backend
-
-    @property
-    def hybrid_path(self) -> str:
-        """``"backend"`` when the backend fuses itself (``search_hybrid``), else ``"adapter"``."""
-        return "backend" if hasattr(self.backend, "search_hybrid") else "adapter"
-
-    async def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
-        await call(self.backend.upsert, chunks, vectors)
-
-    async def count(self) -> int:
-        return int(await call(self.backend.count))
-
-    async def close(self) -> None:
-        await call(self.backend.close)
-
-    async def search_dense(self, vector: np.ndarray, k: int, filters: Any = None) -> list[ScoredChunk]:
-        return await call(self.backend.search_dense, vector, k, filters)
-
-    async def search_bm25(self, query: str, k: int, filters: Any = None) -> list[ScoredChunk]:
-        return await call(self.backend.search_bm25, query, k, filters)
-
-    async def search_hybrid(
-        self, query: str, vector: np.ndarray, k: int, filters: Any = None, fusion: str = "min_max", dense_weight: float = 0.5
-    ) -> list[ScoredChunk]:
-        if self.hybrid_path == "backend":
-            return await call(self.backend.search_hybrid, query, vector, k, filters, fusion_config(fusion, dense_weight))
-        candidates = fusion_module.candidates_per_list(k)
-        dense = await self.search_dense(vector, candidates, filters)
-        bm25 = await self.search_bm25(query, candidates, filters)
-        if fusion == "rrf":
-            return fusion_module.rrf_fusion(dense, bm25, k)
-        return fusion_module.min_max_fusion(dense, bm25, k, dense_weight)
-
-
-def open_embedded_backend(index_dir: str | Path, dim: int, settings: RetrieverSettings, model_id: str = "") -> Any:
-    return EmbeddedBackend(
-        index_dir, dim, settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search, model_id=model_id
-    )
+def embedded_settings(index_dir: str | Path, settings: RetrieverSettings | None = None) -> RetrieverSettings:
+    """``settings`` (default: the ``RETRIEVER_*`` environment) with the embedded backend in ``index_dir``."""
+    if settings is None:
+        return RetrieverSettings(backend="embedded", index_dir=str(index_dir))
+    return settings.model_copy(update={"backend": "embedded", "index_dir": str(index_dir)})
 
 
 def to_documents(documents: Iterable[Document], source: str) -> list[DocumentIn]:
@@ -139,29 +61,34 @@ class IngestStats:
 
 
 class Retriever:
-    """The retriever's own pieces over one index directory: the ``Ingestor`` to build it and one
-    ``SearchService`` per fusion mode to query it. The embedder is passed in (loaded once)."""
+    """An open retriever runtime as the benchmarks use it: its ``Ingestor`` builds the index, and one
+    ``SearchService`` per fusion mode (same index, same lock, the settings' dense weight) queries it."""
 
-    def __init__(self, index_dir: str | Path, embedder: Any, settings: RetrieverSettings | None = None) -> None:
-        self.settings = settings or RetrieverSettings()
-        self.embedder = embedder
-        embedder.warm_up()
-        self.backend = open_embedded_backend(index_dir, embedder.dim, self.settings, model_id=embedder.model_id)
-        self.adapter = BackendAdapter(self.backend)
-        self.lock = ReadWriteLock()
-        self.chunker = Chunker(EmbedderTokenizer(embedder), self.settings.chunk_tokens, self.settings.chunk_overlap_tokens)
-        self.ingestor = Ingestor(self.backend, embedder, self.chunker, self.lock)
-        dense_weight = getattr(self.settings, "hybrid_dense_weight", 0.5)
-        self.search_services = {
-            fusion: make_search_service(self.backend, embedder, self.lock, fusion, dense_weight) for fusion in FUSIONS
+    def __init__(self, runtime: RetrieverRuntime) -> None:
+        self.runtime = runtime
+        weight = runtime.settings.hybrid_dense_weight
+        self.search_services: dict[str, SearchService] = {
+            fusion: runtime.search_with(FusionSettings(method=fusion, dense_weight=weight)) for fusion in FUSIONS
         }
+
+    @property
+    def settings(self) -> RetrieverSettings:
+        return self.runtime.settings
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.runtime.embedder
+
+    @property
+    def backend(self) -> SearchBackend:
+        return self.runtime.backend
 
     async def ingest(self, documents: Sequence[DocumentIn], request_size: int = 1000) -> IngestStats:
         """Ingest in requests of ``request_size`` documents (the API's limit is 1000 per request)."""
         started = time.perf_counter()
         written = chunks = failed = 0
         for start in range(0, len(documents), request_size):
-            response: IngestResponse = await self.ingestor.ingest(list(documents[start : start + request_size]))
+            response: IngestResponse = await self.runtime.ingestor.ingest(list(documents[start : start + request_size]))
             written += response.documents
             chunks += response.chunks
             failed += len(response.failed)
@@ -170,17 +97,25 @@ class Retriever:
     async def ingest_corpus(self, corpus: Corpus, source: str, request_size: int = 1000) -> IngestStats:
         return await self.ingest(to_documents(corpus.values(), source), request_size)
 
-    async def search(self, query: str, mode: str, top_k: int, fusion: str = "min_max") -> list[str]:
+    async def search(self, query: str, mode: SearchMode, top_k: int, fusion: str = "min_max") -> list[str]:
         """Doc ids of one search, best first (chunks of one document deduplicated)."""
-        if not 1 <= top_k <= MAX_TOP_K:
-            raise ValueError(f"top_k must be in [1, {MAX_TOP_K}], got {top_k}")
+        if not 1 <= top_k <= MAX_SEARCH_TOP_K:
+            raise ValueError(f"top_k must be in [1, {MAX_SEARCH_TOP_K}], got {top_k}")
         request = SearchRequest(query=query, top_k=top_k, mode=mode)
         response = await self.search_services[fusion].search(request)
         return dedupe_doc_ids(passage.doc_id for passage in response.passages)
 
-    async def run(self, dataset: Dataset, mode: str, top_k: int, fusion: str = "min_max") -> dict[str, list[str]]:
+    async def run(self, dataset: Dataset, mode: SearchMode, top_k: int, fusion: str = "min_max") -> dict[str, list[str]]:
         """One ranking per query of ``dataset`` (the query's own text; history is not used)."""
         return {query.id: await self.search(query.text, mode, top_k, fusion) for query in dataset.queries}
 
-    async def close(self) -> None:
-        await self.adapter.close()
+
+@asynccontextmanager
+async def open_index(
+    index_dir: str | Path, embedder: Embedder, settings: RetrieverSettings | None = None
+) -> AsyncIterator[Retriever]:
+    """The retriever's runtime over the embedded index in ``index_dir`` (created if absent), with
+    ``embedder`` shared; ``settings`` (default: ``RETRIEVER_*``) give chunking, HNSW and fusion weight.
+    The backend is closed on exit."""
+    async with open_runtime(embedded_settings(index_dir, settings), embedder=embedder) as runtime:
+        yield Retriever(runtime)

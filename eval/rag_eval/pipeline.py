@@ -1,18 +1,22 @@
 """The RAG pipeline in-process: the retriever's ``SearchService``, the reranker's ``RerankService``,
 optionally the refiner's ``QueryRefiner`` and the generator's ``AnswerGenerator`` — the services' own
-classes, called as plain Python (no HTTP), so an evaluation measures the code that runs in production.
+objects, taken from their runtimes (``rag_<service>.runtime.open_runtime``) and called as plain Python
+(no HTTP), so an evaluation measures the code that runs in production. Nothing is assembled here:
+whoever opens the runtimes keeps them open (an ``AsyncExitStack``, see ``rag_eval.evaluation``) and
+hands their parts to :class:`Pipeline`.
 
-- :func:`open_retriever` builds (or reuses) an embedded index of a dataset's corpus under a cache
-  folder; the folder name carries a fingerprint of the corpus, the embedder and the chunking
-  settings, so a changed corpus or setting gets a fresh index and an unchanged one is not ingested
-  again (a run that is resumed does not pay the ingestion twice).
+- :func:`open_retriever` opens the retriever's runtime over an embedded index of a dataset's corpus
+  under a cache folder, building it only when needed; the folder name carries a fingerprint of the
+  corpus, the embedder and the chunking settings, so a changed corpus or setting gets a fresh index
+  and an unchanged one is not ingested again (a run that is resumed does not pay the ingestion twice).
 - :class:`Pipeline` answers one query for one :class:`~rag_eval.runs.RunConfig` and returns a
   JSON-able record: the ranking (document ids), per-stage latency, what each rerank stage did, and
   with ``llm`` the answer, its cited documents and whether it abstained. Searches are cached per
   query, so the many pipelines of an ablation share one search per retrieval mode (their latency is
-  the one measured search).
+  the one measured search). A dataset conversation reaches the refiner and the generator cut as the
+  gateway cuts it (``rag_common.history.cut_history`` with ``GatewaySettings().history_window()``).
 
-Importing this module imports the retriever and the reranker (and so torch).
+Importing this module imports the services (the retriever and the reranker, and so torch).
 """
 
 from __future__ import annotations
@@ -22,14 +26,19 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm.auto import tqdm
 
+from rag_common.embedders import Embedder
+from rag_common.history import HistoryWindow, cut_history
 from rag_common.schemas import (
+    MAX_TOP_K,
     GenerateRequest,
     HistoryTurn,
     Passage,
@@ -39,10 +48,19 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_eval.datasets.types import Dataset, Query, Turn
-from rag_eval.harness import Retriever, dedupe_doc_ids, to_documents
+from rag_eval.harness import Retriever, dedupe_doc_ids, open_index, to_documents
 from rag_eval.runs import RunConfig
+from rag_gateway.settings import GatewaySettings
+from rag_generator.answer_generator import AnswerGenerator
+from rag_generator.settings import GeneratorSettings
+from rag_refiner.query_refiner import QueryRefiner
+from rag_reranker.rerank_service import RerankService
+from rag_retriever.settings import RetrieverSettings
 
 logger = logging.getLogger(__name__)
+
+#: A JSON-able record: the index facts of a report, one query's log line, a stage summary.
+Record = dict[str, Any]
 
 #: Documents per ingest request (the API allows 1000; smaller gives a finer progress bar).
 INGEST_REQUEST_SIZE = 200
@@ -55,138 +73,65 @@ def _ms(started: float) -> float:
 # --------------------------------------------------------------------------------------- index
 
 
-def corpus_fingerprint(dataset: Dataset, embedder: Any, settings: Any) -> str:
+def corpus_fingerprint(dataset: Dataset, embedder: Embedder, settings: RetrieverSettings) -> str:
     digest = hashlib.sha256()
-    digest.update(
-        json.dumps(
-            [
-                getattr(embedder, "model_id", ""),
-                getattr(settings, "chunk_tokens", None),
-                getattr(settings, "chunk_overlap_tokens", None),
-            ]
-        ).encode()
-    )
+    digest.update(json.dumps([embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]).encode())
     for document in dataset.corpus.values():
         digest.update(b"\x00".join([document.id.encode(), document.title.encode(), document.text.encode()]))
         digest.update(b"\x01")
     return digest.hexdigest()
 
 
+@asynccontextmanager
 async def open_retriever(
-    dataset: Dataset, cache_dir: Path, embedder: Any, *, settings: Any = None, progress: bool = True
-) -> tuple[Retriever, dict[str, Any]]:
-    """A :class:`Retriever` over ``dataset``'s corpus, ingesting it only when no complete index with
-    the same fingerprint is cached. Returns it with facts about the index (for the report)."""
-    from rag_retriever.settings import RetrieverSettings
-
+    dataset: Dataset,
+    cache_dir: Path,
+    embedder: Embedder,
+    *,
+    settings: RetrieverSettings | None = None,
+    progress: bool = True,
+) -> AsyncIterator[tuple[Retriever, Record]]:
+    """The retriever's runtime over ``dataset``'s corpus (``rag_eval.harness.open_index``), ingesting
+    it only when no complete index with the same fingerprint is cached. Yields it with facts about the
+    index (for the report); the runtime is closed on exit."""
     settings = settings or RetrieverSettings()
     fingerprint = corpus_fingerprint(dataset, embedder, settings)
     safe_name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in dataset.name)
     index_dir = Path(cache_dir) / f"{safe_name}-{fingerprint[:16]}"
     marker = index_dir / "ingested.json"
-    if marker.exists():
-        info = json.loads(marker.read_text())
-        info["reused"] = True
-        return Retriever(index_dir / "index", embedder, settings), info
-    if index_dir.exists():  # an interrupted ingestion: start over
-        shutil.rmtree(index_dir)
-    index_dir.mkdir(parents=True)
-    retriever = Retriever(index_dir / "index", embedder, settings)
+    reused = marker.exists()
+    if not reused:
+        if index_dir.exists():  # an interrupted ingestion: start over
+            shutil.rmtree(index_dir)
+        index_dir.mkdir(parents=True)
+    async with open_index(index_dir / "index", embedder, settings) as retriever:
+        if reused:
+            info = json.loads(marker.read_text())
+        else:
+            info = await _ingest(retriever, dataset, fingerprint, progress)
+            marker.write_text(json.dumps(info, indent=2))
+        info["reused"] = reused
+        yield retriever, info
+
+
+async def _ingest(retriever: Retriever, dataset: Dataset, fingerprint: str, progress: bool) -> Record:
     documents = to_documents(dataset.corpus.values(), source=dataset.name)
     written = chunks = failed = 0
     started = time.perf_counter()
-    bar = _bar(total=len(documents), desc=f"{dataset.name}: ingest", unit="doc", disable=not progress)
-    try:
+    with tqdm(total=len(documents), desc=f"{dataset.name}: ingest", unit="doc", disable=not progress) as bar:
         for start in range(0, len(documents), INGEST_REQUEST_SIZE):
             batch = documents[start : start + INGEST_REQUEST_SIZE]
             stats = await retriever.ingest(batch, request_size=INGEST_REQUEST_SIZE)
             written, chunks, failed = written + stats.documents, chunks + stats.chunks, failed + stats.failed
             bar.update(len(batch))
-    except BaseException:
-        await retriever.close()
-        raise
-    finally:
-        bar.close()
-    info = {
+    return {
         "fingerprint": fingerprint,
         "documents": written,
         "chunks": chunks,
         "failed": failed,
         "ingest_seconds": round(time.perf_counter() - started, 1),
-        "embedder": getattr(embedder, "model_id", ""),
+        "embedder": retriever.embedder.model_id,
     }
-    marker.write_text(json.dumps(info, indent=2))
-    info["reused"] = False
-    return retriever, info
-
-
-def _bar(**kwargs: Any) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(**kwargs)
-
-
-# --------------------------------------------------------------------------------------- parts
-
-
-@dataclass
-class RerankerHandle:
-    """The reranker's service and what has to be closed at the end (its micro-batcher)."""
-
-    service: Any
-    parts: Any
-    cross_encoder_model: str
-
-    async def aclose(self) -> None:
-        if self.parts is not None and self.parts.pair_queue is not None:
-            await self.parts.pair_queue.aclose()
-
-
-async def open_reranker(embedder: Any, llm_settings: Any = None, settings: Any = None) -> RerankerHandle:
-    """The reranker's stages as the service builds them (``rag_reranker.parts.build_parts``, settings
-    from ``RERANKER_*``), with the retriever's embedder shared. With ``llm_settings``, gMMR's adaptive λ
-    asks that endpoint; without, ``gmmr:adaptive`` is not available. A configured cross-encoder
-    (``RERANKER_CROSS_ENCODER_MODEL``) is loaded here."""
-    import asyncio
-
-    from rag_reranker.parts import build_parts
-    from rag_reranker.rerank_service import RerankService
-    from rag_reranker.settings import RerankerSettings
-
-    settings = settings or RerankerSettings()
-    parts = build_parts(settings, llm_settings)
-    if parts.cross_encoder is not None:
-        await asyncio.to_thread(parts.cross_encoder.warm_up)
-    if parts.pair_queue is not None:
-        parts.pair_queue.start()
-    service = RerankService(parts.stages, default_chain=[], embedder=embedder)
-    return RerankerHandle(service, parts, settings.cross_encoder_model)
-
-
-def open_refiner(llm_settings: Any) -> Any:
-    from rag_common.llm import build_chat_model
-    from rag_refiner.query_refiner import QueryRefiner
-    from rag_refiner.rewrite_prompt import REWRITE_MAX_TOKENS
-    from rag_refiner.settings import RefinerSettings
-
-    settings = RefinerSettings()
-    model = build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS)
-    if hasattr(QueryRefiner, "from_settings"):  # as the refiner's app builds it
-        return QueryRefiner.from_settings(model, settings)
-    return QueryRefiner(
-        model,
-        history_turns=settings.history_turns,
-        history_answer_chars=settings.history_answer_chars,
-        max_query_chars=settings.max_query_chars,
-        llm_timeout_s=settings.llm_timeout_s,
-    )
-
-
-def open_generator(llm_settings: Any) -> Any:
-    from rag_generator.app import build_answer_generator
-    from rag_generator.settings import GeneratorSettings
-
-    return build_answer_generator(llm_settings, GeneratorSettings())
 
 
 def history_pairs(history: Sequence[Turn]) -> list[HistoryTurn]:
@@ -224,20 +169,34 @@ class StageNotAvailable(RuntimeError):
 
 
 class Pipeline:
+    """One query through a run's stages. ``retriever`` is required; ``reranker`` (the reranker
+    runtime's ``rerank``), ``refiner`` and ``generator`` (the refiner's and generator's runtimes'
+    objects) only for the runs that use them. ``generator_settings`` are the ones the generator was
+    built with (how many passages it shows the model), default ``GENERATOR_*``; ``history_window``
+    is how much of a conversation the LLM stages see, default the gateway's (``GATEWAY_HISTORY_*``)."""
+
     def __init__(
         self,
         retriever: Retriever,
-        reranker: Any = None,
+        reranker: RerankService | None = None,
         *,
-        refiner: Any = None,
-        generator: Any = None,
+        refiner: QueryRefiner | None = None,
+        generator: AnswerGenerator | None = None,
+        generator_settings: GeneratorSettings | None = None,
+        history_window: HistoryWindow | None = None,
     ) -> None:
         self.retriever = retriever
         self.reranker = reranker
         self.refiner = refiner
         self.generator = generator
-        self._cache: dict[tuple[Any, ...], _Search] = {}
-        self._refined: dict[str, tuple[str, dict[str, Any], float]] = {}
+        self.generator_settings = generator_settings or GeneratorSettings()
+        self.history_window = history_window or GatewaySettings().history_window()
+        self._cache: dict[tuple[str, str, str, int, bool], _Search] = {}
+        self._refined: dict[str, tuple[str, dict[str, str | bool], float]] = {}
+
+    def history(self, query: Query) -> list[HistoryTurn]:
+        """The query's conversation as the gateway would send it to the refiner and the generator."""
+        return cut_history(history_pairs(query.history), self.history_window)
 
     def clear_cache(self) -> None:
         """Forget cached searches and rewrites (call between queries to bound memory)."""
@@ -248,7 +207,7 @@ class Pipeline:
         """The search for ``config``; ``True`` when it is served from the cache."""
         with_vectors = config.needs_embeddings
         key = (config.mode, config.fusion, text, config.candidates)
-        cached = self._cache.get(key + (True,)) or (None if with_vectors else self._cache.get(key + (False,)))
+        cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
         if cached is not None:
             return cached, True
         request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors)
@@ -261,27 +220,27 @@ class Pipeline:
             vectors = np.asarray([p.embedding for p in passages], dtype=np.float32).reshape(len(passages), -1)
             passages = [p.model_copy(update={"embedding": None}) for p in passages]
         found = _Search(passages, vectors, response.query_embedding, ms, float(response.timings_ms.get("embed", 0.0)))
-        self._cache[key + (with_vectors,)] = found
+        self._cache[(*key, with_vectors)] = found
         return found, False
 
-    async def _refine(self, query: Query) -> tuple[str, dict[str, Any], float]:
+    async def _refine(self, query: Query) -> tuple[str, dict[str, str | bool], float]:
         if query.id in self._refined:
             return self._refined[query.id]
         if self.refiner is None:
             raise StageNotAvailable("this run needs the refiner (run with the LLM)")
         started = time.perf_counter()
-        response = await self.refiner.refine(RefineRequest(message=query.text, history=history_pairs(query.history)))
-        info = {"method": response.method, "rewritten": response.rewritten}
-        if getattr(response, "intent", "rag") != "rag":
+        response = await self.refiner.refine(RefineRequest(message=query.text, history=self.history(query)))
+        info: dict[str, str | bool] = {"method": response.method, "rewritten": response.rewritten}
+        if response.intent != "rag":
             info["intent"] = response.intent
         result = (response.query, info, _ms(started))
         self._refined[query.id] = result
         return result
 
-    async def run(self, config: RunConfig, query: Query) -> dict[str, Any]:
+    async def run(self, config: RunConfig, query: Query) -> Record:
         """One query through ``config``'s pipeline: a JSON-able record (see the module docstring)."""
         latency: dict[str, float] = {}
-        record: dict[str, Any] = {"query_id": query.id}
+        record: Record = {"query_id": query.id}
         text = query.text
         if config.refiner:
             text, refine_info, refine_ms = await self._refine(query)
@@ -314,7 +273,7 @@ class Pipeline:
 
     async def _rerank(
         self, config: RunConfig, text: str, search: _Search
-    ) -> tuple[list[Passage], dict[str, Any], dict[str, float]]:
+    ) -> tuple[list[Passage], Record, dict[str, float]]:
         if self.reranker is None:
             raise StageNotAvailable("this run reranks but the pipeline has no reranker")
         if not search.passages:
@@ -332,7 +291,7 @@ class Pipeline:
         started = time.perf_counter()
         response = await self.reranker.rerank(request)
         latency = {"rerank": _ms(started)}
-        info: dict[str, Any] = {}
+        info: Record = {}
         for report in response.reports:
             info[report.name] = report.status if report.status == "ran" else f"{report.status}: {report.reason}"
             if report.status == "ran":
@@ -347,21 +306,21 @@ class Pipeline:
 
     async def _generate(
         self, text: str, final: list[Passage], query: Query, latency: dict[str, float]
-    ) -> dict[str, Any]:
+    ) -> Record:
         if self.generator is None:
             raise StageNotAvailable("this run generates but the pipeline has no generator (LLM)")
-        passages = [p.model_copy(update={"embedding": None}) for p in final[:50]]
+        passages = [p.model_copy(update={"embedding": None}) for p in final[:MAX_TOP_K]]
         by_chunk = {p.chunk_id: p.doc_id for p in passages}
         started = time.perf_counter()
         try:
             response = await self.generator.generate(
-                GenerateRequest(query=text, passages=passages, history=history_pairs(query.history))
+                GenerateRequest(query=text, passages=passages, history=self.history(query))
             )
-        except Exception as exc:  # a dead or slow LLM: record it, keep the run going
+        except Exception as exc:  # a dead or slow LLM (DependencyFailed) or a bad reply: record it, keep going
             latency["generate"] = _ms(started)
             return {"generation_error": f"{type(exc).__name__}: {exc}"[:300]}
         latency["generate"] = _ms(started)
-        shown = passages[: getattr(self.generator, "_max_passages", 6)]
+        shown = passages[: self.generator_settings.max_passages]
         return {
             "contexts": [p.text[:1200] for p in shown],  # what the generator read (for the LLM judge)
             "answer": response.answer,

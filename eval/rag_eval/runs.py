@@ -41,7 +41,7 @@ Mode = Literal["bm25", "dense", "hybrid"]
 MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
 FUSIONS = ("min_max", "rrf")
 STAGE_ALIASES = {"ce": "cross_encoder", "cross_encoder": "cross_encoder", "diffusion": "diffusion", "gmmr": "gmmr"}
-#: gMMR's relevance term (``rag_common.schemas.DiversityStage.relevance``).
+#: gMMR's relevance term (``rag_common.schemas.GmmrSpec.relevance``).
 RELEVANCES = ("cosine", "scores")
 
 DEFAULT_CANDIDATES = 50
@@ -76,13 +76,13 @@ class StageConfig:
 
     def wire(self) -> Any:
         """The reranker's wire spec (``rag_common.schemas``) for this stage."""
-        from rag_common.schemas import CrossEncoderStage, DiffusionStage, DiversityStage
+        from rag_common.schemas import CrossEncoderSpec, DiffusionSpec, GmmrSpec
 
         if self.name == "cross_encoder":
-            return CrossEncoderStage()
+            return CrossEncoderSpec()
         if self.name == "diffusion":
-            return DiffusionStage(alpha=self.param)
-        return DiversityStage(mmr_lambda=self.param, relevance=self.relevance or "cosine")
+            return DiffusionSpec(alpha=self.param)
+        return GmmrSpec(mmr_lambda=self.param, relevance=self.relevance or "cosine")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from rag_eval.answers import (
     abstention_scores,
     citation_scores,
     exact_match,
+    fold_text,
     normalize_answer,
     rouge_l,
     token_f1,
@@ -110,3 +111,10 @@ def test_paired_delta_uses_shared_queries() -> None:
 def test_percentiles() -> None:
     assert percentiles([1, 2, 3, 4, 5]) == {"p50": 3.0, "p95": pytest.approx(4.8)}
     assert percentiles([]) == {"p50": None, "p95": None}
+
+
+def test_fold_text_for_quote_matching() -> None:
+    assert fold_text("  The \u201cWaggle\u201d\u00a0Dance \u2014 bees\u2019 map\n") == "the \"waggle\" dance - bees' map"
+    assert fold_text("\ufb01ne ＡＢＣ") == "fine abc"  # NFKC: ligature and full-width letters
+    assert fold_text("Straße") == fold_text("STRASSE") == "strasse"  # casefold, not lower
+    assert fold_text(" \t\n") == ""

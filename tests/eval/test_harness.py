@@ -1,111 +1,36 @@
-"""The benchmark harness: the sync/async backend adapter, and one real retriever run over a tiny
-dataset (real MiniLM embedder, real embedded backend) scored with the metrics."""
+"""The benchmark harness: the retriever's own runtime over an embedded index (settings forced to the
+embedded backend in the given folder), one real run over a tiny dataset (real MiniLM embedder, real
+embedded backend) scored with the metrics, and the pipeline's cached index (ingested once, reused
+while corpus, embedder and chunking are unchanged)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
-from rag_eval.datasets import load_generic
-from rag_eval.harness import BackendAdapter, Retriever, call, dedupe_doc_ids
+from rag_eval.datasets import Dataset, load_generic
+from rag_eval.harness import FUSIONS, dedupe_doc_ids, embedded_settings, open_index
 from rag_eval.metrics import evaluate
-from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_eval.pipeline import corpus_fingerprint, open_retriever
+from rag_retriever.backends.base import FusionSettings
+from rag_retriever.backends.embedded import EmbeddedBackend
+from rag_retriever.settings import RetrieverSettings
 
 
-def _hit(chunk_id: str, score: float) -> ScoredChunk:
-    return ScoredChunk(ChunkRecord(chunk_id=chunk_id, doc_id=chunk_id, text=chunk_id, chunk_index=0), score)
-
-
-class SyncBackend:
-    """The pre-async protocol: plain methods, no search_hybrid."""
-
-    def __init__(self) -> None:
-        self.upserted: list[str] = []
-
-    def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
-        self.upserted += [chunk.chunk_id for chunk in chunks]
-
-    def search_dense(self, vector: np.ndarray, k: int, filters: object = None) -> list[ScoredChunk]:
-        return [_hit("a", 0.9), _hit("b", 0.8), _hit("c", 0.7)][:k]
-
-    def search_bm25(self, query: str, k: int, filters: object = None) -> list[ScoredChunk]:
-        return [_hit("c", 7.0), _hit("d", 3.0)][:k]
-
-    def count(self) -> int:
-        return len(self.upserted)
-
-    def close(self) -> None:
-        pass
-
-
-class AsyncBackend(SyncBackend):
-    """The async protocol: every method a coroutine, and the backend fuses hybrid itself."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hybrid_calls: list[tuple] = []
-
-    async def upsert(self, chunks, vectors):  # type: ignore[override]
-        SyncBackend.upsert(self, chunks, vectors)
-
-    async def search_dense(self, vector, k, filters=None):  # type: ignore[override]
-        return SyncBackend.search_dense(self, vector, k, filters)
-
-    async def search_bm25(self, query, k, filters=None):  # type: ignore[override]
-        return SyncBackend.search_bm25(self, query, k, filters)
-
-    async def search_hybrid(self, query, vector, k, filters, fusion):
-        self.hybrid_calls.append((query, k, filters, fusion))
-        return [_hit("z", 1.0)]
-
-    async def count(self):  # type: ignore[override]
-        return SyncBackend.count(self)
-
-    async def close(self):  # type: ignore[override]
-        pass
-
-
-async def test_call_awaits_only_awaitables() -> None:
-    async def coroutine(x: int) -> int:
-        return x + 1
-
-    assert await call(lambda x: x * 2, 4) == 8
-    assert await call(coroutine, 4) == 5
-
-
-@pytest.mark.parametrize("backend_class", [SyncBackend, AsyncBackend])
-async def test_adapter_works_with_sync_and_async_backends(backend_class: type[SyncBackend]) -> None:
-    adapter = BackendAdapter(backend_class())
-    chunk = ChunkRecord(chunk_id="x:0", doc_id="x", text="x", chunk_index=0)
-    await adapter.upsert([chunk], np.zeros((1, 3), dtype=np.float32))
-    assert await adapter.count() == 1
-    assert [hit.chunk.chunk_id for hit in await adapter.search_dense(np.zeros(3), 2)] == ["a", "b"]
-    assert [hit.chunk.chunk_id for hit in await adapter.search_bm25("q", 1)] == ["c"]
-    await adapter.close()
-
-
-async def test_adapter_fuses_itself_without_search_hybrid() -> None:
-    adapter = BackendAdapter(SyncBackend())
-    assert adapter.hybrid_path == "adapter"
-    # RRF: c is 3rd in dense and 1st in bm25 → 1/63 + 1/61, above a (1/61 only).
-    hits = await adapter.search_hybrid("q", np.zeros(3), 2, fusion="rrf")
-    assert [hit.chunk.chunk_id for hit in hits] == ["c", "a"]
-    assert hits[0].score == pytest.approx(1 / 63 + 1 / 61)
-
-
-async def test_adapter_delegates_hybrid_to_the_backend() -> None:
-    backend = AsyncBackend()
-    adapter = BackendAdapter(backend)
-    assert adapter.hybrid_path == "backend"
-    hits = await adapter.search_hybrid("q", np.zeros(3), 5, None, "rrf")
-    assert [hit.chunk.chunk_id for hit in hits] == ["z"]
-    (query, k, filters, fusion) = backend.hybrid_calls[0]
-    assert (query, k, filters) == ("q", 5, None)
-    assert getattr(fusion, "method", fusion) == "rrf"
+def test_embedded_settings_force_the_embedded_backend_in_the_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("RETRIEVER_BACKEND", "opensearch")
+    monkeypatch.setenv("RETRIEVER_CHUNK_TOKENS", "120")
+    monkeypatch.setenv("RETRIEVER_HYBRID_DENSE_WEIGHT", "0.7")
+    from_env = embedded_settings(tmp_path / "index")
+    assert (from_env.backend, from_env.index_dir) == ("embedded", str(tmp_path / "index"))
+    assert (from_env.chunk_tokens, from_env.hybrid_dense_weight) == (120, 0.7)  # the rest is the environment's
+    given = RetrieverSettings(backend="opensearch", chunk_tokens=90, chunk_overlap_tokens=10)
+    forced = embedded_settings(tmp_path / "other", given)
+    assert (forced.backend, forced.index_dir, forced.chunk_tokens) == ("embedded", str(tmp_path / "other"), 90)
+    assert given.backend == "opensearch"  # the caller's settings are not changed
 
 
 def test_dedupe_keeps_best_rank() -> None:
@@ -135,8 +60,14 @@ async def test_real_retriever_on_a_tiny_dataset(tmp_path: Path, embedder: Senten
     (tmp_path / "qrels.tsv").write_text("q1\tbees\t1\nq2\ttcp\t1\n")
     dataset = load_generic(tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl", tmp_path / "qrels.tsv")
 
-    retriever = Retriever(tmp_path / "index", embedder)
-    try:
+    settings = RetrieverSettings(hybrid_dense_weight=0.3)
+    async with open_index(tmp_path / "index", embedder, settings) as retriever:
+        assert isinstance(retriever.backend, EmbeddedBackend) and retriever.embedder is embedder
+        assert retriever.settings.index_dir == str(tmp_path / "index")
+        # One search service per fusion, each with the settings' dense weight (private: no public accessor).
+        assert {name: service._fusion for name, service in retriever.search_services.items()} == {
+            fusion: FusionSettings(method=fusion, dense_weight=0.3) for fusion in FUSIONS
+        }
         stats = await retriever.ingest_corpus(dataset.corpus, source="tiny")
         assert (stats.documents, stats.chunks, stats.failed) == (4, 4, 0)
         for mode, fusion in [("bm25", "min_max"), ("dense", "min_max"), ("hybrid", "min_max"), ("hybrid", "rrf")]:
@@ -144,5 +75,58 @@ async def test_real_retriever_on_a_tiny_dataset(tmp_path: Path, embedder: Senten
             result = evaluate(run, dataset.qrels, ["hit@1", "recall@3"])
             assert result.evaluated == 2
             assert result.means == {"hit@1": 1.0, "recall@3": 1.0}, (mode, fusion, run)
-    finally:
-        await retriever.close()
+        with pytest.raises(ValueError, match="top_k"):
+            await retriever.search("bees", "dense", 201)
+    assert (tmp_path / "index").is_dir()
+
+
+def tiny_dataset(folder: Path, extra: str = "") -> Dataset:
+    folder.mkdir(parents=True, exist_ok=True)
+    corpus = [
+        {"_id": "bees", "title": "Honeybees", "text": "Honeybees tell each other where flowers are with the waggle dance."},
+        {"_id": "tcp", "title": "TCP", "text": "TCP opens a connection with a three-way handshake: SYN, SYN-ACK, ACK." + extra},
+    ]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in corpus))
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "how do bees find flowers"}) + "\n")
+    (folder / "qrels.tsv").write_text("q1\tbees\t1\n")
+    dataset = load_generic(folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels.tsv")
+    dataset.name = "tiny"
+    return dataset
+
+
+async def test_cached_index_is_ingested_once_and_reused(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> None:
+    dataset = tiny_dataset(tmp_path / "data")
+    cache = tmp_path / "cache"
+    async with open_retriever(dataset, cache, embedder, progress=False) as (retriever, info):
+        assert info["reused"] is False and (info["documents"], info["chunks"], info["failed"]) == (2, 2, 0)
+        assert info["fingerprint"] == corpus_fingerprint(dataset, embedder, RetrieverSettings())
+        assert info["embedder"] == embedder.model_id
+        first = await retriever.search("bees and flowers", "hybrid", 2)
+    (folder,) = cache.iterdir()
+    assert folder.name == f"tiny-{info['fingerprint'][:16]}" and (folder / "ingested.json").is_file()
+
+    async with open_retriever(dataset, cache, embedder, progress=False) as (retriever, again):
+        assert again["reused"] is True
+        assert {k: v for k, v in again.items() if k != "reused"} == {k: v for k, v in info.items() if k != "reused"}
+        assert await retriever.backend.count() == 2  # not ingested a second time
+        assert await retriever.search("bees and flowers", "hybrid", 2) == first
+
+    # Another corpus, or other chunking settings: another fingerprint, a fresh index.
+    changed = tiny_dataset(tmp_path / "changed", extra=" Then data flows.")
+    async with open_retriever(changed, cache, embedder, progress=False) as (_, other):
+        assert other["reused"] is False and other["fingerprint"] != info["fingerprint"]
+    rechunked = RetrieverSettings(chunk_tokens=100, chunk_overlap_tokens=20)
+    assert corpus_fingerprint(dataset, embedder, rechunked) != info["fingerprint"]
+    assert len(list(cache.iterdir())) == 2
+
+
+async def test_an_interrupted_ingestion_starts_over(tmp_path: Path, embedder: SentenceTransformerEmbedder) -> None:
+    dataset = tiny_dataset(tmp_path / "data")
+    cache = tmp_path / "cache"
+    folder = cache / f"tiny-{corpus_fingerprint(dataset, embedder, RetrieverSettings())[:16]}"
+    (folder / "index").mkdir(parents=True)
+    (folder / "leftover").write_text("half an index")
+    async with open_retriever(dataset, cache, embedder, progress=False) as (retriever, info):
+        assert info["reused"] is False and info["documents"] == 2
+        assert await retriever.backend.count() == 2
+    assert not (folder / "leftover").exists()

@@ -110,6 +110,12 @@ def test_vaswani_root_from_environment(tmp_path: Path, monkeypatch: pytest.Monke
     assert len(load_dataset("vaswani").queries) == 2
 
 
+def test_default_root_is_shared_datasets_next_to_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAG_DATASETS_DIR", raising=False)
+    repository = Path(__file__).resolve().parents[2]
+    assert datasets_dir() == repository.parent / "shared" / "datasets"
+
+
 def test_missing_dataset_names_path_and_env_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAG_DATASETS_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(DatasetNotFound) as caught:

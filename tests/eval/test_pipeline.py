@@ -1,14 +1,19 @@
-"""The in-process pipeline with the reranker's real stages (``build_parts``, ``RerankService``) over a
-fake retriever, refiner and generator: search sharing between runs, latency accounting, rerank,
-refine and generate records. No model is loaded."""
+"""The in-process pipeline with the reranker's real stages (its runtime, ``rag_reranker.runtime.open_runtime``,
+as the evaluation opens it) over a fake retriever, refiner and generator: search sharing between runs,
+latency accounting, rerank, refine and generate records, and the conversation cut as the gateway cuts
+it. No model is loaded (the reranker gets an embedder that must not be called: every candidate comes
+with its vector).
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
 import pytest
 
+from rag_common.history import HistoryWindow
 from rag_common.schemas import (
     Citation,
     GenerateRequest,
@@ -21,8 +26,12 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_eval.datasets.types import Query, Turn
-from rag_eval.pipeline import Pipeline, StageNotAvailable, history_pairs, open_reranker
+from rag_eval.pipeline import Pipeline, StageNotAvailable, history_pairs
 from rag_eval.runs import parse_run
+from rag_gateway.settings import GatewaySettings
+from rag_generator.settings import GeneratorSettings
+from rag_reranker.rerank_service import RerankService
+from rag_reranker.runtime import open_runtime
 
 DIM = 8
 
@@ -85,20 +94,40 @@ class FakeGenerator:
         return GenerateResponse(answer="an answer [1]", citations=[citation], abstained=False)
 
 
+class UnusedEmbedder:
+    """The reranker's embedder for candidates without vectors: these tests always send vectors."""
+
+    dim = DIM
+    max_seq_length = 256
+    model_id = "unused"
+
+    def warm_up(self) -> None:
+        pass
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        raise AssertionError("the reranker re-embedded a query the retriever had embedded")
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        raise AssertionError("the reranker re-embedded candidates the retriever sent with vectors")
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
 @pytest.fixture
-async def reranker(monkeypatch: pytest.MonkeyPatch) -> Any:
+async def reranker(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RerankService]:
     monkeypatch.delenv("RERANKER_CROSS_ENCODER_MODEL", raising=False)
-    handle = await open_reranker(embedder=None)
-    yield handle
-    await handle.aclose()
+    async with open_runtime(use_llm=False, embedder=UnusedEmbedder(), default_chain=[]) as runtime:
+        assert runtime.cross_encoder is None and runtime.rerank.default_chain == []
+        yield runtime.rerank
 
 
 QUERY = Query(id="q", text="what?", history=(Turn("user", "first question"), Turn("agent", "first answer")))
 
 
-async def test_runs_share_searches_and_account_latency(reranker: Any) -> None:
+async def test_runs_share_searches_and_account_latency(reranker: RerankService) -> None:
     retriever = FakeRetriever()
-    pipeline = Pipeline(retriever, reranker.service)
+    pipeline = Pipeline(retriever, reranker)
     gmmr = await pipeline.run(parse_run("bm25+gmmr:1", top_k=6), QUERY)
     plain = await pipeline.run(parse_run("bm25", top_k=6), QUERY)
     # One search (with vectors) served both runs.
@@ -131,8 +160,8 @@ class SpyReranker:
         return await self.service.rerank(request)
 
 
-async def test_gmmr_relevance_reaches_the_reranker(reranker: Any) -> None:
-    spy = SpyReranker(reranker.service)
+async def test_gmmr_relevance_reaches_the_reranker(reranker: RerankService) -> None:
+    spy = SpyReranker(reranker)
     pipeline = Pipeline(FakeRetriever(), spy)
     by_spec = {spec: await pipeline.run(parse_run(spec, top_k=6), QUERY)
                for spec in ("bm25+gmmr:1", "bm25+gmmr:1:scores", "bm25+gmmr:1:cosine", "bm25+diffusion+gmmr:0.5:scores")}
@@ -152,9 +181,9 @@ async def test_gmmr_relevance_reaches_the_reranker(reranker: Any) -> None:
     assert by_spec["bm25+gmmr:1"]["stages"]["gmmr_relevance"] == "cosine"  # a bare gmmr is the published cosine form
 
 
-async def test_refiner_and_generator_records(reranker: Any) -> None:
+async def test_refiner_and_generator_records(reranker: RerankService) -> None:
     retriever, refiner, generator = FakeRetriever(), FakeRefiner(), FakeGenerator()
-    pipeline = Pipeline(retriever, reranker.service, refiner=refiner, generator=generator)
+    pipeline = Pipeline(retriever, reranker, refiner=refiner, generator=generator)
     record = await pipeline.run(parse_run("hybrid+diffusion+refiner+llm", top_k=4), QUERY)
     assert record["search_query"] == "standalone what?"
     assert retriever.service.requests[0].query == "standalone what?"
@@ -184,3 +213,51 @@ def test_history_pairs() -> None:
         HistoryTurn(question="c", answer=""),
         HistoryTurn(question="d", answer="e"),
     ]
+
+
+LONG_QUERY = Query(
+    id="long",
+    text="and then?",
+    history=(
+        Turn("user", "first question"), Turn("agent", "first answer"),
+        Turn("user", "second question"), Turn("agent", "second answer"),
+    ),
+)
+
+
+async def test_history_is_cut_as_the_gateway_cuts_it(reranker: RerankService) -> None:
+    refiner, generator = FakeRefiner(), FakeGenerator()
+    window = HistoryWindow(turns=1, token_budget=1000, question_chars=6, answer_chars=4)
+    pipeline = Pipeline(FakeRetriever(), reranker, refiner=refiner, generator=generator, history_window=window)
+    await pipeline.run(parse_run("hybrid+refiner+llm", top_k=4), LONG_QUERY)
+    cut = [HistoryTurn(question="second", answer="seco")]  # the last turn, each side cut to its bound
+    assert refiner.requests[0].history == cut
+    assert generator.requests[0].history == cut
+
+
+async def test_default_history_window_is_the_gateways(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GATEWAY_HISTORY_TURNS", "1")
+    refiner = FakeRefiner()
+    pipeline = Pipeline(FakeRetriever(), refiner=refiner)
+    assert pipeline.history_window == GatewaySettings().history_window()
+    await pipeline.run(parse_run("dense+refiner"), LONG_QUERY)
+    assert refiner.requests[0].history == [HistoryTurn(question="second question", answer="second answer")]
+
+
+async def test_contexts_are_what_the_generator_shows() -> None:
+    generator = FakeGenerator()
+    pipeline = Pipeline(FakeRetriever(), generator=generator, generator_settings=GeneratorSettings(max_passages=2))
+    record = await pipeline.run(parse_run("dense+llm", top_k=5), QUERY)
+    (request,) = generator.requests
+    assert len(request.passages) == 5  # the generator gets every passage and shows the model its first two
+    assert record["contexts"] == [p.text for p in request.passages[:2]]
+
+
+async def test_a_generation_failure_is_recorded() -> None:
+    class DeadGenerator:
+        async def generate(self, request: GenerateRequest) -> GenerateResponse:
+            raise TimeoutError("the LLM did not answer")
+
+    record = await Pipeline(FakeRetriever(), generator=DeadGenerator()).run(parse_run("dense+llm", top_k=3), QUERY)
+    assert record["generation_error"] == "TimeoutError: the LLM did not answer"
+    assert "answer" not in record and "generate" in record["latency_ms"]

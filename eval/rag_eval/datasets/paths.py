@@ -9,7 +9,7 @@ ENV_VAR = "RAG_DATASETS_DIR"
 
 #: ``../shared/datasets`` next to the repository (``/work/shared/datasets`` for ``/work/main``),
 #: as the datasets' README recommends. Valid for the editable install of this repository.
-DEFAULT_DIR = Path(__file__).resolve().parents[4].parent / "shared" / "datasets"
+DEFAULT_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "datasets"
 
 
 class DatasetNotFound(FileNotFoundError):
