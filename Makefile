@@ -30,7 +30,8 @@ clean:
 	rm -rf var .pytest_cache
 
 bench: setup
-	$(PY) bench/chat_latency.py
+	$(PY) bench/chat_latency.py --mode extractive
+	$(PY) bench/chat_latency.py --mode generative
 	$(PY) bench/retrieval_latency.py
 	$(PY) bench/retrieval_ingest.py
 	$(PY) bench/retrieval_quality.py
@@ -38,7 +39,7 @@ bench: setup
 	$(PY) bench/reranker_quality.py
 	$(PY) bench/reranker_throughput.py
 	$(PY) bench/refiner_quality.py
-	$(PY) bench/answer_quality.py
+	$(PY) bench/answer_modes.py
 	$(PY) bench/chat_stream_latency.py
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.

@@ -1,15 +1,18 @@
 """Latency of /v1/chat by stage on the demo corpus (the project's docs/), through the real stack.
 
 Starts Redis, the LLM server and the five services on free ports, ingests docs/, asks a fixed set
-of questions (first turns and follow-ups), prints p50/p95 per stage and writes JSON.
+of questions (first turns and follow-ups), prints p50/p95 per stage (end to end: ``total``; first
+turns and follow-ups apart, since only follow-ups call the LLM to rewrite) and writes JSON.
+``--mode`` sets ``GENERATOR_MODE`` for the stack (extractive, generative or auto).
 
-    .venv/bin/python bench/chat_latency.py [--rounds 3] [--out bench-results/chat_latency.json]
+    .venv/bin/python bench/chat_latency.py [--mode extractive] [--rounds 3] [--out bench-results/chat_latency.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -39,8 +42,14 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "chat_latency.json")
+    parser.add_argument("--mode", choices=("extractive", "generative", "auto"), default=None,
+                        help="GENERATOR_MODE of the stack (default: the service default)")
+    parser.add_argument("--out", type=Path, default=None, help="default bench-results/chat_latency[_MODE].json")
     args = parser.parse_args()
+    if args.mode:
+        os.environ["GENERATOR_MODE"] = args.mode  # the services inherit the launcher's environment
+    out = args.out or REPO_ROOT / "bench-results" / f"chat_latency{'_' + args.mode if args.mode else ''}.json"
+    modes: dict[str, int] = {}
 
     ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -59,20 +68,25 @@ def main() -> None:
                 for _ in range(args.rounds):
                     for conversation in CONVERSATIONS:
                         cid = None
-                        for message in conversation:
+                        for position, message in enumerate(conversation):
                             response = client.post("/v1/chat", json={"conversation_id": cid, "message": message})
                             response.raise_for_status()
                             body = response.json()
                             cid = body["conversation_id"]
                             turns += 1
                             abstained += body["abstained"]
+                            modes[str(body.get("answer_mode"))] = modes.get(str(body.get("answer_mode")), 0) + 1
                             for stage, ms in body["timings_ms"].items():
                                 samples.setdefault(stage, []).append(ms)
+                            kind = "total.first_turn" if position == 0 else "total.follow_up"
+                            samples.setdefault(kind, []).append(body["timings_ms"]["total"])
         finally:
             stack.stop()
 
     result = {
         "turns": turns,
+        "generator_mode": os.environ.get("GENERATOR_MODE", "(service default)"),
+        "answer_modes": modes,
         "abstained": abstained,
         "stack_startup_s": round(startup_s, 2),
         "demo_ingest": {"seconds": round(ingest_s, 2), "documents": summary["documents"], "chunks": summary["chunks"]},
@@ -85,14 +99,15 @@ def main() -> None:
             for stage, values in samples.items()
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    print(f"mode={result['generator_mode']} answer modes={modes}")
     print(f"turns={turns} abstained={abstained} startup={startup_s:.1f}s ingest={ingest_s:.1f}s "
           f"({summary['documents']} docs, {summary['chunks']} chunks)")
     print(f"{'stage':<10} {'p50 ms':>9} {'p95 ms':>9}")
     for stage, stats in result["stages_ms"].items():
         print(f"{stage:<10} {stats['p50']:>9} {stats['p95']:>9}")
-    print(f"written to {args.out}")
+    print(f"written to {out}")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import signal
 import threading
 import time
@@ -19,7 +21,7 @@ from ragctl.stack import DEFAULT_PORTS, StackError, start_stack
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def upload_files(gateway_url: str, paths: list[Path], timeout_s: float = 600.0) -> dict:
@@ -178,6 +180,35 @@ def eval_command(
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc
     raise typer.Exit(0 if done else 1)
+
+
+@app.command("calibrate")
+def calibrate_command(
+    dataset: list[str] = typer.Option(
+        ["clapnq", "mtrag-un"], "--dataset", "-d", help="Datasets with answerable and unanswerable questions (repeatable; pooled)"
+    ),
+    fit_half: str = typer.Option("A", "--fit-half", help="Fit on half A or B of the seeded per-class split; report on the other"),
+    seed: int = typer.Option(0, help="Seed of the split"),
+    out: Path = typer.Option(
+        REPO_ROOT / "services/generator/rag_generator/data/answerability_gate.json",
+        "--out",
+        help="Where the gate's parameters are written (GENERATOR_GATE_PATH reads them)",
+    ),
+    report: Path | None = typer.Option(None, "--report", help="Also write the held-out report (both directions) as JSON"),
+    index_cache: Path = typer.Option(REPO_ROOT / "reports" / ".index", "--index-cache", help="Reused embedded indexes"),
+) -> None:
+    """Fit the generator's answerability gate on one half of the datasets and report it on the other half."""
+    from ragctl.calibrate_command import run_calibration
+
+    if fit_half not in ("A", "B"):
+        console.print("[red]--fit-half must be A or B[/]")
+        raise typer.Exit(2)
+    try:
+        summary = run_calibration(dataset, fit_half, seed, out, report, index_cache)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    typer.echo(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":

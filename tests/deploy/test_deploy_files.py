@@ -46,8 +46,8 @@ SERVICES: dict[str, tuple[str, int]] = {
 COMPOSE_VARIANTS: dict[str, str] = {"reranker-cpu": "reranker"}
 #: Compose profile of each reranker variant.
 RERANKER_PROFILES = {"reranker": "gpu", "reranker-cpu": "cpu"}
-LIGHT_SERVICES = ("gateway", "refiner", "generator")
-TORCH_SERVICES = ("retriever", "reranker")
+LIGHT_SERVICES = ("gateway", "refiner")
+TORCH_SERVICES = ("retriever", "reranker", "generator")
 LLM_PREFIX = "LLM_"
 #: The variables every LLM-using service must get (rag_common.settings.LLMSettings has no usable
 #: default for them in a container).

@@ -41,6 +41,8 @@ def test_streamed_answer_arrives_in_order_and_is_stored(running_stack) -> None:
         assert tokens and set(tokens) == {"token"}, names
         streamed = "".join(data["text"] for name, data in events if name == "token")
         assert streamed.strip()
+        # Nothing streamed is taken back: the tokens are exactly the final answer.
+        assert streamed == events[-1][1]["answer"]
 
         meta = events[0][1]
         final = ChatResponse.model_validate(events[-1][1])

@@ -23,11 +23,12 @@ def test_two_turns_flow_through_every_stage_and_are_stored(client: TestClient, f
     assert calls[1][1]["top_k"] == 8  # candidates for the reranker, not the final top_k
     assert len(calls[2][1]["passages"]) == 8 and calls[2][1]["top_k"] == 3
     assert len(calls[3][1]["passages"]) == 3
-    # Stored vectors travel retriever → reranker, never on to the generator.
+    # Stored vectors travel retriever → reranker, and (re-attached after reranking) on to the generator.
     assert calls[1][1]["include_embeddings"] is True
     assert calls[2][1]["query_embedding"] == [1.0, 0.0]
     assert all(p["embedding"] is not None for p in calls[2][1]["passages"])
-    assert all(p["embedding"] is None for p in calls[3][1]["passages"])
+    assert all(p["embedding"] is not None for p in calls[3][1]["passages"])
+    assert calls[3][1]["query_embedding"] == [1.0, 0.0]
     assert body["degraded"] == []
 
     calls.clear()
@@ -107,10 +108,10 @@ def test_reranker_failure_keeps_the_retriever_order_and_marks_the_answer_degrade
         assert len(body["degraded"]) == 1 and body["degraded"][0].startswith(
             "reranker timeout" if reranker == "hung" else "reranker unavailable"
         )
-        # The generator got the retriever's top 3 in the retriever's order, without vectors.
+        # The generator got the retriever's top 3 in the retriever's order, with their stored vectors.
         generated = [p for name, payload in calls if name == "generate" for p in payload["passages"]]
         assert [p["chunk_id"] for p in generated] == ["doc0:0:abc", "doc1:0:abc", "doc2:0:abc"]
-        assert all(p["embedding"] is None for p in generated)
+        assert all(p["embedding"] is not None for p in generated)
         # The turn is stored like any other.
         turns = client.get(f"/v1/conversations/{body['conversation_id']}").json()["turns"]
         assert [t["message"] for t in turns] == ["What is Acme?"]

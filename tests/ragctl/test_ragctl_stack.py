@@ -21,3 +21,12 @@ def test_a_taken_port_is_refused_with_a_clear_error(tmp_path) -> None:
 def test_unknown_service_is_refused(tmp_path) -> None:
     with pytest.raises(StackError, match="unknown service"):
         start_service("frontend", 1, tmp_path, {})
+
+
+def test_the_cli_finds_the_repository_it_runs_from() -> None:
+    """`make run` ingests REPO_ROOT/docs and keeps its data in REPO_ROOT/var: a wrong root (as after a
+    package move) would silently ingest nothing and write outside the checkout."""
+    from ragctl.cli import REPO_ROOT
+
+    assert (REPO_ROOT / "docs" / "ARCHITECTURE.md").is_file()
+    assert (REPO_ROOT / "Makefile").is_file()

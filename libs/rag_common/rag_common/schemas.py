@@ -51,7 +51,12 @@ class Passage(WireModel):
 
 
 class Citation(WireModel):
-    """A source the answer relies on. ``id`` is the ``[n]`` marker used in the answer text."""
+    """One sentence of a source the answer relies on. ``id`` is the ``[n]`` marker in the answer text.
+
+    ``quote`` is the cited sentence in the source's own words, and ``start``/``end`` are its
+    character offsets in the chunk's text (``Passage.text[start:end] == quote``), so a client can
+    highlight exactly what was cited.
+    """
 
     id: int
     source: str
@@ -60,6 +65,9 @@ class Citation(WireModel):
     chunk_id: str
     score: float
     quote: str = ""
+    start: int | None = Field(default=None, ge=0)
+    end: int | None = Field(default=None, ge=0)
+    section_path: list[str] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- conversation
@@ -253,23 +261,38 @@ class RerankResponse(WireModel):
 # --------------------------------------------------------------------------- generator
 
 
+#: How an answer was written: ``generative`` (the LLM's claims, each checked against the sentences
+#: it cites) or ``extractive`` (the best sentences of the sources, verbatim; no LLM).
+AnswerMode = Literal["generative", "extractive"]
+
+
 class GenerateRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     passages: list[Passage] = Field(max_length=MAX_TOP_K)
     history: list[HistoryTurn] = Field(default_factory=list)
+    #: The query's embedding from the retriever (same model as the passages' ``embedding``); with
+    #: both, the generator embeds only the sentences it scores.
+    query_embedding: list[float] | None = None
 
 
 class GenerateResponse(WireModel):
     answer: str
     citations: list[Citation]
     abstained: bool
-    #: Why the generator abstained, if it did (``no_passages``, ``no_valid_citation``, ...).
+    #: Why the generator abstained, if it did (``no_passages``, ``not_answerable``, ``no_supported_claim``, ...).
     abstain_reason: str = ""
-    #: Share of the model's citations that survived verification (valid source id, quote found in
-    #: that source); ``None`` when the model cited nothing.
+    #: Which mode wrote the answer; None when it abstained before writing one.
+    mode: AnswerMode | None = None
+    #: The answerability gate's probability that the sources answer the question; None without a gate.
+    answerability: float | None = None
+    #: Share of the model's claims that passed the support check; None when no model claims were made.
     citation_precision: float | None = None
+    #: Claims of the model dropped because their cited sentences do not support them.
+    claims_dropped: int = 0
     #: The model's first reply was invalid JSON and the one repair attempt produced this answer.
     repaired: bool = False
+    #: What went wrong without losing the answer, e.g. the LLM timed out and the extractive answer stood in.
+    degraded: list[str] = Field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- gateway
@@ -301,6 +324,12 @@ class ChatResponse(WireModel):
     degraded: list[str] = Field(default_factory=list)
     intent: Intent = "rag"
     citation_precision: float | None = None
+    #: Which mode wrote the answer (``generative`` or ``extractive``); None for canned replies and abstentions.
+    answer_mode: AnswerMode | None = None
+    #: The answerability gate's probability that the documents answer the question.
+    answerability: float | None = None
+    #: Claims of the model dropped by the support check.
+    claims_dropped: int = 0
 
 
 class ConversationOut(WireModel):

@@ -239,12 +239,21 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     degraded.extend(
                         f"reranker stage {r.name} failed: {r.reason}"[:300] for r in result.reports if r.status == "failed"
                     )
-        # The generator needs text, not vectors.
-        passages = [p.model_copy(update={"embedding": None}) if p.embedding is not None else p for p in passages]
+        # The reranker returns no vectors; the generator reuses the stored ones to score sentences.
+        stored = {p.chunk_id: p.embedding for p in candidates if p.embedding is not None}
+        passages = [p.model_copy(update={"embedding": stored.get(p.chunk_id)}) for p in passages]
         return {"passages": passages, "rerank_stages": stages, "degraded": degraded, "timings_ms": timer.ms}
 
     async def generate(state: ChatState) -> dict[str, Any]:
-        request = GenerateRequest(query=state["refined"].query, passages=state["passages"], history=state["history"])
+        refined = state["refined"]
+        request = GenerateRequest(
+            query=refined.query,
+            # Stored vectors travel on: the generator then embeds only the sentences it scores. The
+            # query's vector is the search's, so only when the search used the query (not HyDE).
+            passages=state["passages"],
+            history=state["history"],
+            query_embedding=None if refined.hyde_query else state.get("query_embedding"),
+        )
         timings: dict[str, float] = {}
         with _Timer("generate") as timer:
             if state.get("stream"):
@@ -260,7 +269,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     raise DependencyFailed("generator", "bad_response", "the stream ended without a final event")
             else:
                 generation = await services.generator.post("/v1/generate", request, GenerateResponse)
-        return {"generation": generation, "timings_ms": timer.ms | timings}
+        return {"generation": generation, "degraded": generation.degraded, "timings_ms": timer.ms | timings}
 
     async def chitchat(state: ChatState) -> dict[str, Any]:
         replies = policy.replies

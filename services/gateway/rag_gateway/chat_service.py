@@ -169,4 +169,7 @@ def _response(state: dict[str, Any], started: float) -> ChatResponse:
         degraded=state.get("degraded", []),
         intent=state["refined"].intent,
         citation_precision=generation.citation_precision,
+        answer_mode=generation.mode,
+        answerability=generation.answerability,
+        claims_dropped=generation.claims_dropped,
     )

@@ -1,75 +1,114 @@
-"""The response for one validated model reply: verification, citation selection, abstention."""
+"""The response for a chosen set of (text, cited sentences): markers, citations, abstentions.
+
+Both modes end here. A citation is one cited sentence: ``quote`` is the sentence in the source's
+own words and ``start``/``end`` its offsets in the chunk, so what a client highlights is exactly what
+was cited. Citations are numbered ``[1]..[n]`` in the order the answer first cites them.
+"""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from rag_common.schemas import GenerateResponse, Passage
-from rag_generator.citation_selection import select_citations, strip_unbacked_markers
-from rag_generator.citation_verifier import CitationVerifier
-from rag_generator.llm_response import InvalidModelOutput, LLMResponse, ResponseLimits
-
-logger = logging.getLogger(__name__)
+from rag_common.schemas import AnswerMode, Citation, GenerateResponse
+from rag_generator.evidence import EvidenceUnit
 
 #: The one answer a user sees whenever the generator abstains, whatever the reason.
 ABSTAIN_MESSAGE = "I could not find this in the documents."
 
-_DEFAULT_VERIFIER = CitationVerifier()
+
+@dataclass(frozen=True)
+class AnswerPart:
+    """One claim (or extracted sentence) and the sentences it cites."""
+
+    text: str
+    evidence: Sequence[EvidenceUnit]
 
 
-def abstention(reason: str, *, citation_precision: float | None = None, repaired: bool = False) -> GenerateResponse:
+@dataclass(frozen=True)
+class CitedAnswer:
+    #: The answer text in the order it is shown (and streamed): ``"".join(pieces) == answer``.
+    pieces: list[str]
+    citations: list[Citation]
+
+    @property
+    def answer(self) -> str:
+        return "".join(self.pieces)
+
+
+def abstention(
+    reason: str,
+    *,
+    answerability: float | None = None,
+    citation_precision: float | None = None,
+    claims_dropped: int = 0,
+    repaired: bool = False,
+    degraded: Sequence[str] = (),
+) -> GenerateResponse:
     return GenerateResponse(
         answer=ABSTAIN_MESSAGE,
         citations=[],
         abstained=True,
         abstain_reason=reason,
+        answerability=answerability,
         citation_precision=citation_precision,
+        claims_dropped=claims_dropped,
         repaired=repaired,
+        degraded=list(degraded),
     )
 
 
-def answer_from_reply(
-    reply: LLMResponse,
-    sources: Mapping[int, Passage],
-    limits: ResponseLimits = ResponseLimits(),
-    verifier: CitationVerifier = _DEFAULT_VERIFIER,
+def cite(parts: Sequence[AnswerPart]) -> CitedAnswer:
+    """Each part's text followed by its markers (``"... [1][2]"``), parts separated by one space."""
+    numbers: dict[str, int] = {}
+    citations: list[Citation] = []
+    pieces: list[str] = []
+    for part in parts:
+        markers = []
+        for unit in part.evidence:
+            if unit.id not in numbers:
+                numbers[unit.id] = len(numbers) + 1
+                citations.append(_citation(numbers[unit.id], unit))
+            markers.append(f"[{numbers[unit.id]}]")
+        text = " ".join(part.text.split())
+        pieces.append(("" if not pieces else " ") + f"{text} {''.join(dict.fromkeys(markers))}".rstrip())
+    return CitedAnswer(pieces, citations)
+
+
+def answered(
+    cited: CitedAnswer,
+    mode: AnswerMode,
     *,
+    answerability: float | None,
+    citation_precision: float | None = None,
+    claims_dropped: int = 0,
     repaired: bool = False,
+    degraded: Sequence[str] = (),
 ) -> GenerateResponse:
-    """Verify the reply's citations and build the response; never raises."""
-    if reply.abstained:
-        return abstention("model_abstained", repaired=repaired)
-    if not reply.answer.strip():
-        return abstention("invalid_output", repaired=repaired)
-    verification = verifier.verify(reply.citations, sources)
-    precision = verification.citation_precision
-    for check in verification.checks:
-        if not check.verified:
-            citation = check.citation
-            logger.info(
-                "dropping citation [%d]: %s (score %.0f): %r", citation.source_id, check.verdict, check.score, citation.quote
-            )
-    citations = select_citations(verification.verified, sources, max_citations=limits.max_citations)
-    if not citations:
-        return abstention("no_valid_citation", citation_precision=precision, repaired=repaired)
-    answer = strip_unbacked_markers(reply.answer, {citation.id for citation in citations})
     return GenerateResponse(
-        answer=answer, citations=citations, abstained=False, citation_precision=precision, repaired=repaired
+        answer=cited.answer,
+        citations=cited.citations,
+        abstained=False,
+        mode=mode,
+        answerability=answerability,
+        citation_precision=citation_precision,
+        claims_dropped=claims_dropped,
+        repaired=repaired,
+        degraded=list(degraded),
     )
 
 
-def answer_from_model_output(
-    output: Mapping[str, Any] | str | None,
-    sources: Mapping[int, Passage],
-    limits: ResponseLimits = ResponseLimits(),
-    verifier: CitationVerifier = _DEFAULT_VERIFIER,
-) -> GenerateResponse:
-    """The response for one model reply (parsed object or raw JSON text), without repair; never raises."""
-    try:
-        reply = LLMResponse.from_model_output(output, limits)
-    except InvalidModelOutput as exc:
-        logger.info("abstaining: invalid model output (%s)", exc)
-        return abstention("invalid_output")
-    return answer_from_reply(reply, sources, limits, verifier)
+def _citation(number: int, unit: EvidenceUnit) -> Citation:
+    passage = unit.passage
+    return Citation(
+        id=number,
+        source=passage.source,
+        title=passage.title,
+        page=passage.page,
+        chunk_id=passage.chunk_id,
+        score=passage.score,
+        quote=unit.text,
+        start=unit.start,
+        end=unit.end,
+        section_path=passage.section_path,
+    )

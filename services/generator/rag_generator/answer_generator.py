@@ -1,272 +1,204 @@
-"""Write a cited answer from ranked passages, or abstain.
+"""Answer from ranked passages: gate, then claims checked against their sentences, or extraction.
 
-One structured-output call per request (``json_schema``, or ``function_calling`` once the endpoint
-has refused ``json_schema``); a reply that is not a valid answer object gets exactly one repair
-call; every citation is then verified against its source. Bad model output abstains, a dead model
-is a 503, a slow one a 504. ``stream`` does the same with the answer text streamed as generated.
+1. The passages are cut into numbered sentences (``evidence.py``) and every sentence is scored
+   against the question (``ExtractiveAnswerer``): that scoring is the extractive answer and the
+   answerability gate's input at once.
+2. The gate (``answerability.py``) abstains when the sources are unlikely to answer, in every mode.
+3. ``extractive``: the best 1-3 sentences, verbatim. ``generative``: the LLM writes claims citing
+   sentence ids (``ClaimWriter``); each claim whose cited sentences do not support it is dropped
+   (``ClaimSupport``). ``auto``: generative, and the extractive answer whenever the LLM is down, too
+   slow, invalid, or leaves no supported claim; the fallback is named in ``degraded``.
+
+A citation's quote is the cited sentence itself, with its offsets, so nothing the model copies has to
+be verified. ``stream`` yields the answer only once it is final (claims after the support check), so
+the text a client watched is always the text of the final event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+import re
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
-import openai
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessageChunk, BaseMessage
-from langchain_core.runnables import Runnable
-
-from rag_common.schemas import GenerateRequest, GenerateResponse, HistoryTurn, Passage
 from rag_common.errors import DependencyFailed
-from rag_generator.answer_assembly import ABSTAIN_MESSAGE, abstention, answer_from_model_output, answer_from_reply
-from rag_generator.answer_prompt import build_answer_messages, number_sources
-from rag_generator.answer_schema import build_answer_schema
-from rag_generator.answer_text_stream import AnswerTextStream
-from rag_generator.citation_verifier import DEFAULT_QUOTE_MATCH_THRESHOLD, CitationVerifier
-from rag_generator.llm_response import InvalidModelOutput, LLMResponse, ResponseLimits
-from rag_generator.repair_prompt import build_repair_messages
+from rag_common.schemas import GenerateRequest, GenerateResponse
+from rag_generator.answer_assembly import ABSTAIN_MESSAGE, AnswerPart, abstention, answered, cite
+from rag_generator.answerability import AnswerabilityFeatures, AnswerabilityGate, features_from_answer
+from rag_generator.claim_support import Claim, ClaimSupport
+from rag_generator.claim_writer import ClaimWriter
+from rag_generator.evidence import EvidenceUnit, build_evidence, evidence_index
+from rag_generator.extractive_answerer import ExtractiveAnswer, ExtractiveAnswerer
 from rag_generator.stream_events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent
-from rag_generator.structured_method import StructuredMethod, function_schema, rejects_json_schema
 
-__all__ = ["ABSTAIN_MESSAGE", "AnswerGenerator", "abstention", "answer_from_model_output"]
+__all__ = ["ABSTAIN_MESSAGE", "AnswerGenerator", "Assessment", "GeneratorMode"]
 
 logger = logging.getLogger(__name__)
 
-#: The model replied but the reply was cut off (or filtered): an output problem, not an outage.
-_CUT_OFF = (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError)
+GeneratorMode = Literal["generative", "extractive", "auto"]
 
 
 @dataclass(frozen=True)
-class _Prompt:
-    sources: dict[int, Passage]
-    messages: list[BaseMessage]
-    schema: dict[str, Any]
+class _Outcome:
+    response: GenerateResponse
+    #: The answer text as it may be streamed; joined, it is ``response.answer``.
+    pieces: Sequence[str]
 
 
 @dataclass(frozen=True)
-class _Reply:
-    """One model reply: the object the client parsed (if any), its raw text, and whether it was cut off."""
+class Assessment:
+    """What the generator knows before it writes anything: the sentences, their scores (the extractive
+    answer), the gate's features and its probability that the sources answer the question."""
 
-    parsed: Mapping[str, Any] | None
-    text: str
-    truncated: bool
-
-    @property
-    def output(self) -> Mapping[str, Any] | str | None:
-        # The raw text first, parsed strictly: langchain's JSON parser is lenient (it closes open
-        # strings and brackets), and broken JSON must go to repair, not be half-trusted.
-        return self.text if self.text.strip() else self.parsed
+    units: list[EvidenceUnit]
+    extractive: ExtractiveAnswer
+    features: AnswerabilityFeatures | None
+    answerability: float | None
 
 
 class AnswerGenerator:
     def __init__(
         self,
-        chat_model: BaseChatModel,
         *,
-        max_passages: int = 6,
-        max_passage_chars: int = 1200,
-        answer_max_chars: int = 1000,
-        max_citations: int = 4,
-        llm_timeout_s: float = 90.0,
-        quote_match_threshold: float = DEFAULT_QUOTE_MATCH_THRESHOLD,
-        structured_method: StructuredMethod = "json_schema",
-    ):
-        self._chat_model = chat_model
+        mode: GeneratorMode,
+        extractive: ExtractiveAnswerer,
+        support: ClaimSupport,
+        writer: ClaimWriter | None,
+        gate: AnswerabilityGate | None,
+        max_passages: int,
+        max_passage_chars: int,
+    ) -> None:
+        if mode != "extractive" and writer is None:
+            raise ValueError(f"mode {mode!r} needs an LLM (ClaimWriter)")
+        self.mode = mode
+        self._extractive = extractive
+        self._support = support
+        self._writer = writer
+        self._gate = gate
         self._max_passages = max_passages
         self._max_passage_chars = max_passage_chars
-        self._limits = ResponseLimits(answer_max_chars=answer_max_chars, max_citations=max_citations)
-        self._llm_timeout_s = llm_timeout_s
-        self._verifier = CitationVerifier(quote_match_threshold)
-        #: ``json_schema`` until the endpoint refuses it, then ``function_calling`` for good.
-        self.structured_method: StructuredMethod = structured_method
-
-    # ------------------------------------------------------------------ one response
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        if not request.passages:
-            return abstention("no_passages")
-        prompt = self._prompt(request)
-        deadline = self._deadline()
-        try:
-            result = await self._invoke(prompt, prompt.messages, deadline)
-        except _CUT_OFF as exc:
-            logger.info("abstaining: model reply unusable (%s)", type(exc).__name__)
-            return abstention("invalid_output")
-        except (TimeoutError, openai.APIError) as exc:
-            raise self._llm_failure(exc) from exc
-        return await self._conclude(prompt, _reply_of(result), deadline)
-
-    # ------------------------------------------------------------------ streamed response
+        """The response; raises DependencyFailed only in ``generative`` mode when the LLM fails."""
+        return (await self._answer(request)).response
 
     async def stream(self, request: GenerateRequest) -> AsyncIterator[StreamEvent]:
-        """Answer-text deltas as the model writes them, then the verified response (or an error)."""
+        """``token`` events of the final answer text, then the response (or one error event)."""
+        try:
+            outcome = await self._answer(request)
+        except DependencyFailed as exc:
+            yield ErrorEvent(exc)
+            return
+        for piece in outcome.pieces:
+            yield TokenEvent(piece)
+        yield FinalEvent(outcome.response)
+
+    # ------------------------------------------------------------------ steps
+
+    async def _answer(self, request: GenerateRequest) -> _Outcome:
         if not request.passages:
-            yield FinalEvent(abstention("no_passages"))
-            return
-        prompt = self._prompt(request)
-        deadline = self._deadline()
-        answer_text = AnswerTextStream()
-        truncated = False
+            return _abstained(abstention("no_passages"))
+        scored = await self.assess(request)
+        if scored.extractive.best is None:
+            return _abstained(abstention("no_evidence", answerability=scored.answerability))
+        if self._gate is not None and scored.answerability is not None and scored.answerability < self._gate.threshold:
+            return _abstained(abstention("not_answerable", answerability=scored.answerability))
+        if self.mode == "extractive":
+            return self._extracted(scored)
+        assert self._writer is not None
         try:
-            async for piece, finish_reason in self._stream_reply(prompt, deadline):
-                truncated = truncated or finish_reason == "length"
-                if delta := answer_text.feed(piece):
-                    yield TokenEvent(delta)
-        except _CUT_OFF as exc:
-            logger.info("streamed reply unusable (%s)", type(exc).__name__)
-            truncated = True
-        except (TimeoutError, openai.APIError) as exc:
-            yield ErrorEvent(self._llm_failure(exc))
-            return
-        response = await self._conclude(prompt, _Reply(None, answer_text.raw, truncated), deadline)
-        yield FinalEvent(response)
-
-    # ------------------------------------------------------------------ shared steps
-
-    def _prompt(self, request: GenerateRequest) -> _Prompt:
-        sources = number_sources(request.passages, self._max_passages)
-        messages = build_answer_messages(
-            # The history arrives cut by the gateway (rag_common.history): shown as received.
-            request.query, sources, request.history, max_passage_chars=self._max_passage_chars
-        )
-        schema = build_answer_schema(
-            sources, answer_max_chars=self._limits.answer_max_chars, max_citations=self._limits.max_citations
-        )
-        return _Prompt(sources, messages, schema)
-
-    def _deadline(self) -> float:
-        return asyncio.get_running_loop().time() + self._llm_timeout_s
-
-    async def _conclude(self, prompt: _Prompt, reply: _Reply, deadline: float) -> GenerateResponse:
-        """Validate the reply (repairing it once if needed) and verify its citations; never raises."""
-        if reply.truncated:
-            # langchain's lenient JSON parser "repairs" a cut-off reply: that is not an answer.
-            logger.info("abstaining: model reply cut off at max_tokens")
-            return abstention("invalid_output")
-        try:
-            validated = LLMResponse.from_model_output(reply.output, self._limits)
-        except InvalidModelOutput as exc:
-            logger.info("invalid model output (%s); one repair attempt", exc)
-            repaired = await self._repair(prompt, reply.text, str(exc), deadline)
-            if repaired is None:
-                return abstention("invalid_output")
-            return answer_from_reply(repaired, prompt.sources, self._limits, self._verifier, repaired=True)
-        return answer_from_reply(validated, prompt.sources, self._limits, self._verifier)
-
-    async def _repair(self, prompt: _Prompt, invalid_text: str, error: str, deadline: float) -> LLMResponse | None:
-        messages = build_repair_messages(prompt.messages, invalid_text, error)
-        try:
-            reply = _reply_of(await self._invoke(prompt, messages, deadline))
-        except (TimeoutError, openai.OpenAIError) as exc:
-            logger.info("repair call failed: %s: %s", type(exc).__name__, exc)
-            return None
-        if reply.truncated:
-            logger.info("repair reply cut off at max_tokens")
-            return None
-        try:
-            return LLMResponse.from_model_output(reply.output, self._limits)
-        except InvalidModelOutput as exc:
-            logger.info("repair reply invalid too (%s)", exc)
-            return None
-
-    async def _invoke(self, prompt: _Prompt, messages: list[BaseMessage], deadline: float) -> dict[str, Any]:
-        method = self.structured_method
-        try:
-            async with asyncio.timeout_at(deadline):
-                return await self._structured(prompt.schema, method).ainvoke(messages)
-        except openai.APIStatusError as exc:
-            if method != "json_schema" or not rejects_json_schema(exc):
+            draft = await self._writer.write(request.query, scored.units, request.history)
+        except DependencyFailed as exc:
+            if self.mode == "generative":
                 raise
-            self._fall_back(exc)
-        async with asyncio.timeout_at(deadline):
-            return await self._structured(prompt.schema, "function_calling").ainvoke(messages)
+            return self._extracted(scored, f"generator: extractive answer, the LLM failed ({exc.message})")
+        if draft.reply is None:
+            reason = f"generator: extractive answer, the LLM's reply was invalid ({draft.invalid_reason})"
+            if self.mode == "generative":
+                return _abstained(abstention("invalid_output", answerability=scored.answerability))
+            return self._extracted(scored, reason)
+        return await self._checked_claims(scored, draft.reply.claims, repaired=draft.repaired)
 
-    def _structured(self, schema: dict[str, Any], method: StructuredMethod) -> Runnable:
-        if method == "json_schema":
-            return self._chat_model.with_structured_output(schema, method="json_schema", include_raw=True)
-        return self._chat_model.with_structured_output(
-            function_schema(schema), method="function_calling", include_raw=True
+    async def assess(self, request: GenerateRequest) -> Assessment:
+        """Score the sentences and the answerability (also what ``ragctl calibrate`` fits the gate on)."""
+        units = build_evidence(
+            request.passages, max_passages=self._max_passages, max_passage_chars=self._max_passage_chars
         )
+        extractive = await self._extractive.aanswer(request.query, units, query_vector=request.query_embedding)
+        features = answerability = None
+        if extractive.best is not None:
+            retrieval_scores = [p.score for p in request.passages[: self._max_passages]]
+            features = features_from_answer(extractive, retrieval_scores)
+            if self._gate is not None:
+                answerability = round(self._gate.probability(features), 4)
+        return Assessment(units, extractive, features, answerability)
 
-    async def _stream_reply(self, prompt: _Prompt, deadline: float) -> AsyncIterator[tuple[str, str | None]]:
-        """(text piece, finish reason) per streamed chunk, falling back like ``_invoke``."""
-        method = self.structured_method
-        started = False
-        try:
-            async for item in self._stream_once(prompt, method, deadline):
-                started = True
-                yield item
-            return
-        except openai.APIStatusError as exc:
-            if started or method != "json_schema" or not rejects_json_schema(exc):
-                raise
-            self._fall_back(exc)
-        async for item in self._stream_once(prompt, "function_calling", deadline):
-            yield item
-
-    async def _stream_once(
-        self, prompt: _Prompt, method: StructuredMethod, deadline: float
-    ) -> AsyncIterator[tuple[str, str | None]]:
-        # The same request with_structured_output makes, without its whole-reply parser.
-        if method == "json_schema":
-            model = self._chat_model.bind(response_format={"type": "json_schema", "json_schema": prompt.schema})
-        else:
-            tool = function_schema(prompt.schema)
-            model = self._chat_model.bind_tools([tool], tool_choice=tool["name"], parallel_tool_calls=False)
-        chunks = model.astream(prompt.messages).__aiter__()
-        try:
-            while True:
-                try:
-                    # Bounded per chunk rather than around the loop: no timeout scope spans a yield.
-                    async with asyncio.timeout_at(deadline):
-                        chunk = await anext(chunks)
-                except StopAsyncIteration:
-                    return
-                yield _chunk_text(chunk), chunk.response_metadata.get("finish_reason")
-        finally:
-            await chunks.aclose()
-
-    def _fall_back(self, exc: openai.APIStatusError) -> None:
-        logger.warning(
-            "endpoint refused json_schema structured output (HTTP %s: %s); using function_calling from now on",
-            exc.status_code,
-            exc.message[:200],
+    def _extracted(self, scored: Assessment, degraded: str | None = None, *, repaired: bool = False) -> _Outcome:
+        cited = cite([AnswerPart(unit.text, [unit]) for unit in scored.extractive.sentences])
+        response = answered(
+            cited,
+            "extractive",
+            answerability=scored.answerability,
+            repaired=repaired,
+            degraded=[degraded] if degraded else [],
         )
-        self.structured_method = "function_calling"
+        return _Outcome(response, cited.pieces)
 
-    def _llm_failure(self, exc: BaseException) -> DependencyFailed:
-        if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
-            return DependencyFailed("llm", "timeout", f"no answer within {self._llm_timeout_s:g}s")
-        if isinstance(exc, openai.APIStatusError):
-            return DependencyFailed("llm", "unavailable", f"HTTP {exc.status_code}: {exc.message}"[:280], exc.status_code)
-        return DependencyFailed("llm", "unavailable", f"{type(exc).__name__}: {exc}"[:280])
+    async def _checked_claims(self, scored: Assessment, claims: Sequence, *, repaired: bool) -> _Outcome:
+        by_id = evidence_index(scored.units)
+        drafted = [
+            Claim(_without_markers(claim.text), [by_id[sid] for sid in dict.fromkeys(claim.evidence)])
+            for claim in claims
+        ]
+        drafted = [claim for claim in drafted if claim.text]
+        if not drafted:
+            if self.mode == "generative":
+                return _abstained(abstention("model_abstained", answerability=scored.answerability, repaired=repaired))
+            return self._extracted(scored, "generator: extractive answer, the LLM gave no claim", repaired=repaired)
+        verdicts = await asyncio.to_thread(self._support.score_claims, drafted)
+        kept = [claim for claim, verdict in zip(drafted, verdicts) if verdict.supported]
+        dropped = len(drafted) - len(kept)
+        precision = round(len(kept) / len(drafted), 4)
+        for claim, verdict in zip(drafted, verdicts):
+            if not verdict.supported:
+                logger.info("dropping unsupported claim (score %.2f): %r", verdict.score, claim.text)
+        if not kept:
+            if self.mode == "generative":
+                return _abstained(
+                    abstention(
+                        "no_supported_claim",
+                        answerability=scored.answerability,
+                        citation_precision=precision,
+                        claims_dropped=dropped,
+                        repaired=repaired,
+                    )
+                )
+            outcome = self._extracted(
+                scored, f"generator: extractive answer, none of the LLM's {dropped} claims was supported", repaired=repaired
+            )
+            response = outcome.response.model_copy(update={"claims_dropped": dropped, "citation_precision": precision})
+            return _Outcome(response, outcome.pieces)
+        cited = cite([AnswerPart(claim.text, [unit for unit in claim.evidence if isinstance(unit, EvidenceUnit)]) for claim in kept])
+        response = answered(
+            cited,
+            "generative",
+            answerability=scored.answerability,
+            citation_precision=precision,
+            claims_dropped=dropped,
+            repaired=repaired,
+        )
+        return _Outcome(response, cited.pieces)
 
 
-def _reply_of(result: Mapping[str, Any]) -> _Reply:
-    """A ``with_structured_output(include_raw=True)`` result as a ``_Reply``."""
-    raw = result.get("raw")
-    truncated = getattr(raw, "response_metadata", {}).get("finish_reason") == "length"
-    parsed = result.get("parsed") if result.get("parsing_error") is None else None
-    return _Reply(parsed if isinstance(parsed, Mapping) else None, _message_text(raw), truncated)
+#: Markers a model writes into a claim's text (``[3]``, ``[1.2]``): citations come from ``evidence`` only.
+_MODEL_MARKER = re.compile(r"\s*\[\d+(?:\.\d+)?\]")
 
 
-def _message_text(message: Any) -> str:
-    """The reply's text: its content, else its (first) tool call's arguments."""
-    content = getattr(message, "content", None)
-    if isinstance(content, str) and content.strip():
-        return content
-    for call in getattr(message, "tool_calls", None) or []:
-        return json.dumps(call.get("args"))
-    for call in getattr(message, "invalid_tool_calls", None) or []:
-        return str(call.get("args") or "")
-    return ""
+def _without_markers(text: str) -> str:
+    return _MODEL_MARKER.sub("", text).strip()
 
 
-def _chunk_text(chunk: AIMessageChunk) -> str:
-    tool_args = "".join(c.get("args") or "" for c in chunk.tool_call_chunks if c.get("index") in (None, 0))
-    content = chunk.content if isinstance(chunk.content, str) else ""
-    return content + tool_args
+def _abstained(response: GenerateResponse) -> _Outcome:
+    return _Outcome(response, [response.answer])

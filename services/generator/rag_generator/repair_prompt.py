@@ -1,8 +1,8 @@
-"""The one repair turn after a reply that is not a valid answer object.
+"""The one repair turn after a reply that is not a valid claims object.
 
 The conversation is replayed with the invalid reply as the assistant's turn and a user turn that
-names the validation error and asks for the corrected JSON alone; the call uses the same
-response schema as the first one.
+names the validation error and asks for the corrected JSON alone; the call uses the same response
+schema as the first one.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ def build_repair_messages(messages: Sequence[BaseMessage], invalid_reply: str, e
         AIMessage(invalid_reply[:REPAIR_REPLY_CHARS]),
         HumanMessage(
             f"Your reply is not valid: {error[:REPAIR_ERROR_CHARS]}\n"
-            "Reply again with only the corrected JSON object, with exactly the keys "
-            '"answer" (string), "citations" (list of {"source_id": number, "quote": string}) and '
-            '"abstained" (true or false). Use only the numbered sources.'
+            'Reply again with only the corrected JSON object {"claims": [{"text": string, "evidence": '
+            "[sentence ids]}]}, using only the sentence ids shown."
         ),
     ]

@@ -1,30 +1,43 @@
 """The generator assembled from its settings: the one place its parts are built.
 
-``async with open_runtime(settings, llm_settings) as runtime`` is used by the app's lifespan, the
-eval harness and the benchmarks alike, so what they measure is what the service runs.
+``async with open_runtime(settings, llm_settings) as runtime`` loads the sentence embedder and the
+answerability gate and wires the extractive answerer, the claim support check and (unless the mode is
+extractive) the LLM claim writer. The app's lifespan, the eval harness and the benchmarks all open it,
+so what they measure is what the service runs.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from langchain_openai import ChatOpenAI
 
+from rag_common.embedders import Embedder
 from rag_common.llm import build_chat_model, llm_readiness
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator
+from rag_generator.answerability import DEFAULT_GATE_PATH, AnswerabilityGate
+from rag_generator.claim_support import ClaimSupport
+from rag_generator.claim_writer import ClaimWriter
+from rag_generator.extractive_answerer import ExtractiveAnswerer
 from rag_generator.settings import GeneratorSettings
 
 
 @dataclass
 class GeneratorRuntime:
     generator: AnswerGenerator
+    embedder: Embedder
+    gate: AnswerabilityGate | None
     llm_settings: LLMSettings
 
     async def readiness(self) -> dict[str, str]:
-        return {"llm": await llm_readiness(self.llm_settings)}
+        checks = {"embedder": "ok"}
+        if self.generator.mode != "extractive":
+            checks["llm"] = await llm_readiness(self.llm_settings)
+        return checks
 
 
 def build_answer_model(llm_settings: LLMSettings, settings: GeneratorSettings) -> ChatOpenAI:
@@ -33,23 +46,60 @@ def build_answer_model(llm_settings: LLMSettings, settings: GeneratorSettings) -
     return model.model_copy(update={"frequency_penalty": settings.frequency_penalty})
 
 
-def build_answer_generator(settings: GeneratorSettings, llm_settings: LLMSettings) -> AnswerGenerator:
+def load_gate(settings: GeneratorSettings) -> AnswerabilityGate | None:
+    if settings.gate_path.strip().lower() == "off":
+        return None
+    gate = AnswerabilityGate.from_json(settings.gate_path or DEFAULT_GATE_PATH)
+    if settings.answerability_threshold is not None:
+        gate = gate.with_threshold(settings.answerability_threshold)
+    return gate
+
+
+def build_embedder(settings: GeneratorSettings) -> Embedder:
+    # Imported here: importing the app (and its schemas) must not need torch.
+    from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(settings.embedding_model, device=settings.device)
+
+
+def build_answer_generator(
+    settings: GeneratorSettings, llm_settings: LLMSettings, embedder: Embedder, gate: AnswerabilityGate | None
+) -> AnswerGenerator:
+    writer = None
+    if settings.mode != "extractive":
+        writer = ClaimWriter(
+            build_answer_model(llm_settings, settings),
+            max_claims=settings.max_claims,
+            claim_max_chars=settings.claim_max_chars,
+            llm_timeout_s=settings.llm_timeout_s,
+        )
     return AnswerGenerator(
-        build_answer_model(llm_settings, settings),
+        mode=settings.mode,
+        extractive=ExtractiveAnswerer(
+            embedder, max_passages=settings.max_passages, max_passage_chars=settings.max_passage_chars
+        ),
+        support=ClaimSupport(
+            embedder, lexical_weight=settings.support_lexical_weight, threshold=settings.support_threshold
+        ),
+        writer=writer,
+        gate=gate,
         max_passages=settings.max_passages,
         max_passage_chars=settings.max_passage_chars,
-        answer_max_chars=settings.answer_max_chars,
-        max_citations=settings.max_citations,
-        llm_timeout_s=settings.llm_timeout_s,
-        quote_match_threshold=settings.quote_match_threshold,
     )
 
 
 @asynccontextmanager
 async def open_runtime(
-    settings: GeneratorSettings | None = None, llm_settings: LLMSettings | None = None
+    settings: GeneratorSettings | None = None,
+    llm_settings: LLMSettings | None = None,
+    *,
+    embedder: Embedder | None = None,
 ) -> AsyncIterator[GeneratorRuntime]:
-    """Settings default to the ``GENERATOR_*`` and ``LLM_*`` environment."""
+    """Settings default to the ``GENERATOR_*`` and ``LLM_*`` environment; ``embedder`` shares an
+    already loaded model (tests, evaluation)."""
     settings = settings or GeneratorSettings()
     llm_settings = llm_settings or LLMSettings()
-    yield GeneratorRuntime(build_answer_generator(settings, llm_settings), llm_settings)
+    model = embedder or build_embedder(settings)
+    await asyncio.to_thread(model.warm_up)
+    gate = load_gate(settings)
+    yield GeneratorRuntime(build_answer_generator(settings, llm_settings, model, gate), model, gate, llm_settings)

@@ -31,6 +31,6 @@ def function_schema(response_format_schema: dict[str, Any]) -> dict[str, Any]:
     """The ``{"name", "schema"}`` response-format schema as an OpenAI function (tool) definition."""
     return {
         "name": response_format_schema["name"],
-        "description": "Reply with the grounded answer, its citations, and whether you abstained.",
+        "description": "Reply with the answer as claims, each citing the ids of the sentences that say it.",
         "parameters": response_format_schema["schema"],
     }

@@ -25,15 +25,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from rag_common.sentences import sentence_spans
 from rag_retriever.records import ChunkRecord, SourceDocument
 from rag_retriever.tables import Block, split_tables
 
 #: Tokens the model adds around every input ([CLS] and [SEP] for BERT-style encoders).
 SPECIAL_TOKENS = 2
 
-# A unit boundary: whitespace after sentence-final punctuation (possibly followed by a closing quote
-# or bracket, which stays with its sentence), or any line break.
-_BOUNDARY = re.compile(r"(?<=[.!?…])\s+|(?<=[.!?…][\"'”’)\]])\s+|\s*\n\s*")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -213,7 +211,7 @@ class Chunker:
 
     def split_text(self, text: str) -> list[str]:
         units: list[_Unit] = []
-        for start, end in _unit_spans(text):
+        for start, end in sentence_spans(text):
             tokens = self._tokenizer.count(text[start:end])
             if tokens <= self.chunk_tokens:
                 units.append(_Unit(start, end, tokens))
@@ -290,24 +288,6 @@ def _pieces(document: SourceDocument) -> Iterator[_Piece]:
                 yield _Piece(None, section.path, block)
     else:
         yield _Piece(None, (), Block(document.text))
-
-
-def _unit_spans(text: str) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    position = 0
-    for match in _BOUNDARY.finditer(text):
-        spans.append((position, match.start()))
-        position = match.end()
-    spans.append((position, len(text)))
-    stripped = []
-    for start, end in spans:
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if start < end:
-            stripped.append((start, end))
-    return stripped
 
 
 def _word_cut(segment: str, offsets: list[tuple[int, int]], first: int, take: int) -> int:

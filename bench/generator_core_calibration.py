@@ -1,0 +1,395 @@
+"""Calibrate the LLM-free generator core on ClapNQ dev: extractive answerer, claim support, answerability gate.
+
+Pipeline, in-process and without an LLM: the ClapNQ corpus in an embedded index built by the
+retriever's own ``Ingestor`` (``rag_eval.pipeline.open_retriever``, cached under ``--index-cache``)
+→ hybrid search (min_max fusion, the default) top 5, i.e. what the generator receives when the
+reranker's default chain has no cross-encoder configured → ``ExtractiveAnswerer`` with the
+all-MiniLM-L6-v2 embedder. All 300 answerable + 300 unanswerable questions, each class split in two
+seeded halves: A (fit) and B (held out). Everything chosen on A is scored on B.
+
+- **Extractive answerer**: share of answerable questions whose best sentence (and whose 1-3 sentence
+  answer) overlaps a ClapNQ selected sentence (normalised, rapidfuzz ``partial_ratio`` of the
+  shorter against the longer >= 90), over all answerable questions and over those whose top-5
+  chunks contain a selected sentence at all; per-question latency (CPU, on whatever else the machine
+  runs). The feature weights are searched on a 720-point grid on A (the features are computed once;
+  only the weighted sum changes) and reported on B, next to cosine alone and lexical alone.
+- **Answerability gate**: ``fit_gate`` on half A's features and labels, abstention
+  precision/recall/F1 and AUROC on B, against single-score baselines ("abstain when score < t", t
+  fitted on A): the top hybrid score and the best sentence cosine. ``--write-gate PATH`` writes the
+  fitted parameters (with this run's provenance and held-out figures in ``fitted_on``).
+- **Claim support**: claims = the sentences of the answerable questions' reference answers; a
+  positive cites its own question's selected sentences, a negative cites the selected sentences of
+  the other question most similar to the claim (a hard, on-topic negative). ``w`` is searched on A
+  with the threshold maximising unsupported-class F1, then scored on B.
+
+    .venv/bin/python bench/generator_core_calibration.py [--seed 0] [--write-gate PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import itertools
+import json
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAG_DATASETS_DIR", str(REPO_ROOT.parent / "shared" / "datasets"))
+
+import numpy as np  # noqa: E402
+from rapidfuzz import fuzz  # noqa: E402
+
+from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
+from rag_common.schemas import Passage, SearchRequest  # noqa: E402
+from rag_common.sentences import sentence_spans  # noqa: E402
+from rag_eval.answers import fold_text  # noqa: E402
+from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
+from rag_eval.datasets.types import Query  # noqa: E402
+from rag_eval.pipeline import open_retriever  # noqa: E402
+from rag_generator.answerability import (  # noqa: E402
+    FEATURE_NAMES,
+    AnswerabilityFeatures,
+    AnswerabilityGate,
+    features_from_answer,
+    fit_gate,
+)
+from rag_generator.claim_support import Claim, ClaimSupport  # noqa: E402
+from rag_generator.extractive_answerer import (  # noqa: E402
+    DEFAULT_WEIGHTS,
+    ExtractiveAnswer,
+    ExtractiveAnswerer,
+    FeatureWeights,
+)
+from rag_retriever.settings import RetrieverSettings  # noqa: E402
+
+TOP_K = 5
+GOLD_MATCH = 90.0
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def halves(queries: Sequence[Query], seed: int) -> dict[str, str]:
+    """Query id → "A" or "B": each class permuted (seeded) and cut in two."""
+    rng = np.random.default_rng(seed)
+    half: dict[str, str] = {}
+    for label in (True, False):
+        pool = [q for q in queries if q.answerable is label]
+        order = rng.permutation(len(pool))
+        for rank, i in enumerate(order):
+            half[pool[i].id] = "A" if rank < len(pool) // 2 else "B"
+    return half
+
+
+def overlaps(text: str, selected: Sequence[str]) -> bool:
+    q = fold_text(text)
+    for sentence in selected:
+        s = fold_text(sentence)
+        if not q or not s:
+            continue
+        shorter, longer = (q, s) if len(q) <= len(s) else (s, q)
+        if shorter in longer or fuzz.partial_ratio(shorter, longer) >= GOLD_MATCH:
+            return True
+    return False
+
+
+def prf(abstain: np.ndarray, unanswerable: np.ndarray) -> dict[str, float | None]:
+    tp = int(np.sum(abstain & unanswerable))
+    fp = int(np.sum(abstain & ~unanswerable))
+    fn = int(np.sum(~abstain & unanswerable))
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None
+    return {
+        "precision": _r(precision),
+        "recall": _r(recall),
+        "f1": _r(f1),
+        "abstain_rate": _r(float(abstain.mean())),
+        "answered_answerable": int(np.sum(~abstain & ~unanswerable)),
+    }
+
+
+def best_threshold(scores: np.ndarray, positive: np.ndarray) -> float:
+    """t maximising F1 of "flag when score < t" for the ``positive`` class (ties → smallest t)."""
+    values = np.unique(scores)
+    candidates = np.concatenate([[values[0] - 1e-9], (values[:-1] + values[1:]) / 2, [values[-1] + 1e-9]])
+    best_t, best_f1 = float(candidates[0]), -1.0
+    for t in candidates:
+        f1 = prf(scores < t, positive)["f1"] or 0.0
+        if f1 > best_f1 + 1e-12:
+            best_t, best_f1 = float(t), f1
+    return best_t
+
+
+def auroc(scores: np.ndarray, positive_high: np.ndarray) -> float | None:
+    pos, neg = scores[positive_high], scores[~positive_high]
+    if not len(pos) or not len(neg):
+        return None
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return _r(float(wins / (len(pos) * len(neg))))
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+# ------------------------------------------------------------------------------------ stages
+
+
+async def retrieve(
+    queries: Sequence[Query], dataset: Any, embedder: Any, index_cache: Path
+) -> tuple[dict[str, list[Passage]], dict[str, Any]]:
+    settings = RetrieverSettings()
+    async with open_retriever(dataset, index_cache, embedder, settings=settings, progress=False) as (retriever, index):
+        search = retriever.search_services["min_max"]
+        found = {}
+        for query in queries:
+            response = await search.search(SearchRequest(query=query.text, top_k=TOP_K, mode="hybrid"))
+            found[query.id] = response.passages
+    return found, index
+
+
+def extractive_quality(
+    queries: Sequence[Query], answers: dict[str, ExtractiveAnswer], weights: FeatureWeights | None
+) -> dict[str, Any]:
+    """Gold-sentence hit rates; with ``weights``, the best sentence is re-picked under them."""
+    hits = reachable = reachable_hits = answer_hits = 0
+    answerable = [q for q in queries if q.answerable]
+    for query in answerable:
+        answer = answers[query.id]
+        selected = query.metadata.get("selected_sentences", [])
+        if not answer.candidates:
+            continue
+        reachable_here = any(overlaps(c.unit.text, selected) for c in answer.candidates)
+        if weights is None:
+            best = answer.candidates[0].unit
+            answer_hits += any(overlaps(u.text, selected) for u in answer.sentences)
+        else:
+            best = max(answer.candidates, key=lambda c: _weighted(c, weights)).unit
+        hit = overlaps(best.text, selected)
+        hits += hit
+        reachable += reachable_here
+        reachable_hits += hit and reachable_here
+    out = {
+        "questions": len(answerable),
+        "best_sentence_hit": _r(hits / len(answerable)) if answerable else None,
+        "gold_reachable": reachable,
+        "best_sentence_hit_when_reachable": _r(reachable_hits / reachable) if reachable else None,
+    }
+    if weights is None:
+        out["answer_hit"] = _r(answer_hits / len(answerable)) if answerable else None
+    return out
+
+
+def _weighted(c: Any, w: FeatureWeights) -> float:
+    return (
+        w.cosine * max(c.cosine, 0.0)
+        + w.lexical * c.lexical
+        + w.rank_prior * c.rank_prior
+        + w.position_prior * c.position_prior
+    )
+
+
+def weight_search(
+    queries: Sequence[Query], answers: dict[str, ExtractiveAnswer], half: dict[str, str]
+) -> dict[str, Any]:
+    a = [q for q in queries if half[q.id] == "A"]
+    b = [q for q in queries if half[q.id] == "B"]
+    grid = []
+    axes = ([0.4, 0.5, 0.6, 0.7, 0.8, 0.9], [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], [0.0, 0.05, 0.1, 0.2, 0.3], [0.0, 0.03, 0.06, 0.1])
+    for cos, lex, rank, pos in itertools.product(*axes):
+        total = cos + lex + rank + pos
+        w = FeatureWeights(cos / total, lex / total, rank / total, pos / total)
+        grid.append((extractive_quality(a, answers, w)["best_sentence_hit"] or 0.0, w))
+    best_a, best_w = max(grid, key=lambda item: item[0])
+    default_a = _hit(a, answers, DEFAULT_WEIGHTS)
+    cosine_only, lexical_only = FeatureWeights(1.0, 0.0, 0.0, 0.0), FeatureWeights(0.0, 1.0, 0.0, 0.0)
+    hits_a = [hit for hit, _ in grid]
+    return {
+        "grid_size": len(grid),
+        "hit_A_range": [min(hits_a), max(hits_a)],
+        "best_on_A": {"weights": _weights_dict(best_w), "hit_A": best_a, "hit_B": _hit(b, answers, best_w)},
+        "default": {"weights": _weights_dict(DEFAULT_WEIGHTS), "hit_A": default_a, "hit_B": _hit(b, answers, DEFAULT_WEIGHTS)},
+        "cosine_only": {"hit_A": _hit(a, answers, cosine_only), "hit_B": _hit(b, answers, cosine_only)},
+        "lexical_only": {"hit_A": _hit(a, answers, lexical_only), "hit_B": _hit(b, answers, lexical_only)},
+    }
+
+
+def _hit(queries: Sequence[Query], answers: dict[str, ExtractiveAnswer], weights: FeatureWeights) -> float | None:
+    return extractive_quality(queries, answers, weights)["best_sentence_hit"]
+
+
+def _weights_dict(w: FeatureWeights) -> dict[str, float]:
+    return {name: round(getattr(w, name), 4) for name in ("cosine", "lexical", "rank_prior", "position_prior")}
+
+
+def gate_run(
+    queries: Sequence[Query],
+    passages: dict[str, list[Passage]],
+    answers: dict[str, ExtractiveAnswer],
+    half: dict[str, str],
+    provenance: dict[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    ids = [q.id for q in queries]
+    x = np.asarray([features_from_answer(answers[i], [p.score for p in passages[i]]).feature_vector() for i in ids])
+    # x is also the fitting input, so what is fitted is exactly what the service would compute.
+    y = np.asarray([1 if q.answerable else 0 for q in queries])
+    in_a = np.asarray([half[i] == "A" for i in ids])
+    params = fit_gate(x[in_a], y[in_a], provenance=provenance)
+    gate = AnswerabilityGate(params)
+    p_b = np.asarray([gate.probability(AnswerabilityFeatures(*row)) for row in x[~in_a]])
+    unanswerable_b = y[~in_a] == 0
+    report: dict[str, Any] = {
+        "gate_B": {
+            **prf(p_b < gate.threshold, unanswerable_b),
+            "auroc": auroc(p_b, ~unanswerable_b),
+            "threshold": round(gate.threshold, 4),
+        },
+        "baselines_B": {},
+    }
+    for name in ("top_retrieval_score", "best_sentence_cosine", "best_sentence_score", "best_passage_cosine"):
+        column = FEATURE_NAMES.index(name)
+        t = best_threshold(x[in_a, column], y[in_a] == 0)
+        scores_b = x[~in_a, column]
+        report["baselines_B"][name] = {
+            **prf(scores_b < t, unanswerable_b),
+            "auroc": auroc(scores_b, ~unanswerable_b),
+            "threshold": round(t, 4),
+        }
+    report["coef"] = dict(zip(FEATURE_NAMES, (round(c, 4) for c in params["coef"])))
+    params["fitted_on"]["held_out"] = {"half": "B", "rows": int((~in_a).sum()), **report["gate_B"]}
+    return params, report
+
+
+def claim_calibration(queries: Sequence[Query], half: dict[str, str], embedder: Any) -> dict[str, Any]:
+    answerable = [q for q in queries if q.answerable and q.metadata.get("selected_sentences") and q.answers]
+    claims: list[tuple[str, str]] = []  # (query id, claim)
+    for q in answerable:
+        text = q.answers[0]
+        claims += [(q.id, text[s:e]) for s, e in sentence_spans(text) if len(text[s:e].split()) >= 4]
+    evidence = {q.id: list(q.metadata["selected_sentences"]) for q in answerable}
+    # Hard negative: the other question's evidence most similar to the claim (max sentence cosine).
+    flat = [(qid, s) for qid, sents in evidence.items() for s in sents]
+    claim_vectors = embedder.encode_queries([c for _, c in claims])
+    sentence_vectors = embedder.encode_documents([s for _, s in flat])
+    similarity = claim_vectors @ sentence_vectors.T
+    owners = np.asarray([qid for qid, _ in flat])
+    pairs: list[tuple[str, Claim, bool]] = []
+    for k, (qid, claim) in enumerate(claims):
+        pairs.append((qid, Claim(claim, evidence[qid]), True))
+        row = np.where(owners == qid, -np.inf, similarity[k])
+        other = str(owners[int(np.argmax(row))])
+        pairs.append((qid, Claim(claim, evidence[other]), False))
+    parts = ClaimSupport(embedder, lexical_weight=0.5, threshold=0.5).score_claims([c for _, c, _ in pairs])
+    lexical = np.asarray([p.lexical for p in parts])
+    cosine = np.clip(np.asarray([p.cosine for p in parts]), 0.0, None)
+    supported = np.asarray([label for _, _, label in pairs])
+    in_a = np.asarray([half[qid] == "A" for qid, _, _ in pairs])
+    results = []
+    for w in np.round(np.arange(0.0, 1.01, 0.1), 2):
+        score = w * lexical + (1 - w) * cosine
+        t = best_threshold(score[in_a], ~supported[in_a])
+        results.append({
+            "lexical_weight": float(w),
+            "threshold": round(t, 4),
+            "unsupported_f1_A": prf(score[in_a] < t, ~supported[in_a])["f1"],
+            "B": {**prf(score[~in_a] < t, ~supported[~in_a]), "auroc": auroc(score[~in_a], supported[~in_a])},
+        })
+    best = max(results, key=lambda r: r["unsupported_f1_A"] or 0.0)
+    return {"claims": len(claims), "pairs": len(pairs), "best_on_A": best, "grid": results}
+
+
+# ------------------------------------------------------------------------------------ run
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    dataset = load_dataset("clapnq")
+    queries = list(dataset.queries)
+    half = halves(queries, args.seed)
+    embedder = SentenceTransformerEmbedder(RetrieverSettings().embedding_model, device="cpu")
+    embedder.warm_up()
+    started = time.perf_counter()
+    passages, index = await retrieve(queries, dataset, embedder, args.index_cache)
+    took = time.perf_counter() - started
+    print(f"retrieved {len(queries)} questions ({index['chunks']} chunks) in {took:.0f} s", flush=True)
+    answerer = ExtractiveAnswerer(embedder)
+    answers: dict[str, ExtractiveAnswer] = {}
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        answers[query.id] = answerer.answer(query.text, passages[query.id])
+        latencies.append(time.perf_counter() - started)
+    print(f"extractive answers in {sum(latencies):.0f} s", flush=True)
+    result: dict[str, Any] = {
+        "dataset": dataset.name,
+        "questions": len(queries),
+        "seed": args.seed,
+        "embedder": embedder.model_id,
+        "extractive": {
+            "latency_ms": {f"p{q}": round(float(np.percentile(latencies, q)) * 1000, 1) for q in (50, 95)},
+            "default_weights_all": extractive_quality(queries, answers, None),
+            "weight_search": weight_search(queries, answers, half),
+        },
+    }
+    provenance = {
+        "dataset": f"{dataset.name}: half A of a seeded (seed {args.seed}) per-class split, label 1 = answerable",
+        "pipeline": f"retriever hybrid search, min_max fusion, top {TOP_K} (no cross-encoder: the reranker's "
+        "default chain is skipped without a model); passage scores are min-max fused retriever scores",
+        "embedder": embedder.model_id,
+        "extractive_weights": _weights_dict(DEFAULT_WEIGHTS),
+        "script": "bench/generator_core_calibration.py",
+        "git_commit": _git_commit(),
+        "date": dt.date.today().isoformat(),
+    }
+    params, gate_report = gate_run(queries, passages, answers, half, provenance)
+    result["gate"] = gate_report
+    result["gate_params"] = params
+    result["claim_support"] = claim_calibration(queries, half, embedder)
+    if args.write_gate:
+        args.write_gate.parent.mkdir(parents=True, exist_ok=True)
+        args.write_gate.write_text(json.dumps(params, indent=2) + "\n", encoding="utf-8")
+        AnswerabilityGate.from_json(args.write_gate)
+        print(f"wrote {args.write_gate}")
+    return result
+
+
+def _git_commit() -> str:
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+    except OSError:
+        return ""
+    return done.stdout.strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--index-cache", type=Path, default=REPO_ROOT / "bench-results" / ".index")
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "generator_core_calibration.json")
+    parser.add_argument("--write-gate", type=Path, default=None, help="Write the gate fitted on half A to this JSON file")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    try:
+        result = asyncio.run(run(args))
+    except DatasetNotFound as exc:
+        print(f"clapnq: skipped, {exc}")
+        return
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    summary = {k: result[k] for k in ("extractive", "gate")} | {"claim_support": result["claim_support"]["best_on_A"]}
+    print(json.dumps(summary, indent=2))
+    print(f"wrote {args.out} ({result['total_seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()
