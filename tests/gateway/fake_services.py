@@ -8,6 +8,7 @@ Triggers in the message / query pick the behaviours the tests need:
 
 * refiner intent: a greeting or thanks → ``chitchat``; "what did I ask" → ``meta``; "weather" or
   "joke" → ``out_of_scope``; anything else → ``rag``. With ``hyde`` it returns a ``hyde_query``.
+* generator (``POST /v1/generate``): "llm busy" → 503 with ``Retry-After: 7`` (its LLM queue is full).
 * generator stream (``POST /v1/generate/stream``, SSE): "fail mid-stream" → two tokens then an
   ``error`` event (503); "llm timeout" → an ``error`` event (504); "revise" → the tokens of a draft,
   then a ``final`` with a different (verified) answer; "no final" → tokens and the stream just ends;
@@ -21,6 +22,7 @@ import re
 from collections.abc import AsyncIterable
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.schemas import (
@@ -112,9 +114,15 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
             return RerankResponse(passages=body.passages[: body.top_k], stages=[], reports=[report], degraded=True)
         return RerankResponse(passages=ordered, stages=["fake"])
 
-    @app.post("/v1/generate")
-    async def generate(body: GenerateRequest) -> GenerateResponse:
+    @app.post("/v1/generate", response_model=None)
+    async def generate(body: GenerateRequest) -> GenerateResponse | JSONResponse:
         calls.append(("generate", body.model_dump()))
+        if "llm busy" in body.query:
+            return JSONResponse(
+                {"error": "llm busy: expected wait 7s + call 9s exceeds the 12s budget", "stage": "llm"},
+                status_code=503,
+                headers={"Retry-After": "7"},
+            )
         return fake_answer(body)
 
     @app.post("/v1/generate/stream", response_class=EventSourceResponse)

@@ -145,3 +145,16 @@ def test_metrics_exposes_stage_latency(client: TestClient) -> None:
     metrics = client.get("/metrics").text
     assert 'rag_gateway_stage_seconds_count{stage="generate"}' in metrics
     assert "http_requests_total" in metrics or "http_request_duration" in metrics
+
+
+def test_a_busy_generator_is_503_with_its_retry_after_and_nothing_is_written(client: TestClient, redis_url) -> None:
+    """Issue 12: the generator's LLM queue is full (503 + Retry-After): the caller gets the same at
+    once, with the stage named, and no turn is stored."""
+    redis = Redis.from_url(redis_url)
+    keys_before = set(redis.scan_iter(f"{KEY_PREFIX}*"))
+    response = client.post("/v1/chat", json={"message": "Tell me, llm busy?"})
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "7"
+    body = response.json()
+    assert body["stage"] == "generator" and body["error"].startswith("generator busy: llm busy: expected wait 7s")
+    assert set(redis.scan_iter(f"{KEY_PREFIX}*")) == keys_before

@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from httpx_sse import aconnect_sse
 from redis import Redis
 
+from rag_gateway import chat_service
 from rag_gateway.app import create_app
 from rag_gateway.conversation_store import KEY_PREFIX
 from ragctl.in_process import serve_in_thread
@@ -98,6 +99,34 @@ def test_a_stream_that_ends_without_final_is_an_error(client: TestClient) -> Non
     name, error = events[-1]
     assert name == "error" and error["status"] == 503 and "without a final event" in error["error"]
     assert _turns(client, events[0][1]["conversation_id"]) == []
+
+
+def test_a_failure_after_the_graph_ran_is_an_error_event_not_a_cut_stream(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 12, defect 5: the final event was built outside the stream's error handling, so a
+    # failure there ended the response mid-stream with neither `final` nor `error`.
+    def broken_response(state, started):
+        raise KeyError("timings_ms")
+
+    monkeypatch.setattr(chat_service, "_response", broken_response)
+    events = sse_events(client, "/v1/chat/stream", {"message": "What is the capital?"})
+    assert [name for name, _ in events][0] == "meta" and "token" in [name for name, _ in events]
+    name, error = events[-1]
+    assert name == "error" and error["status"] == 500 and "KeyError" in error["error"]
+
+
+def test_a_cancellation_from_inside_the_graph_is_an_error_event(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    class GraphCancelledMidAnswer:
+        async def astream(self, state_in, stream_mode):
+            yield "custom", {"token": "The capital"}
+            raise asyncio.CancelledError  # a node's task cancelled; the client is still listening
+
+    monkeypatch.setattr(client.app.state.runtime.chat, "_graph", GraphCancelledMidAnswer())
+    events = sse_events(client, "/v1/chat/stream", {"message": "What is the capital?"})
+    assert events[0] == ("token", {"text": "The capital"})
+    name, error = events[-1]
+    assert name == "error" and "cancelled" in error["error"]
 
 
 def test_generator_down_is_an_error_event(redis_url, fake_services, closed_port) -> None:

@@ -12,7 +12,15 @@ from redis import Redis
 from rag_common.schemas import Citation
 from rag_gateway.app import create_app
 from rag_gateway.conversation_store import KEY_PREFIX
-from rag_gateway.openai_compat import REVISED_SEPARATOR, ChatMessage, format_sources, strip_sources, transcript
+from rag_gateway.openai_compat import (
+    REVISED_SEPARATOR,
+    AssistantMessage,
+    InstructionMessage,
+    UserMessage,
+    format_sources,
+    strip_sources,
+    transcript,
+)
 from ragctl.in_process import serve_in_thread
 
 from .support import gateway_settings
@@ -126,7 +134,7 @@ async def test_sdk_sees_422_and_lists_the_model(sdk: openai.AsyncOpenAI) -> None
         ({"model": "m", "messages": [{"role": "tool", "content": "x"}]}, "role"),
         (
             {"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-            "text content",
+            "Input should be 'text'",
         ),
         ({"messages": [{"role": "user", "content": "hi"}]}, "model"),
         ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "top_k": 0}, "top_k"),
@@ -154,12 +162,12 @@ def test_unknown_openai_parameters_are_ignored(client: TestClient) -> None:
 
 def test_transcript_pairs_user_and_assistant_messages() -> None:
     messages = [
-        ChatMessage(role="assistant", content="Welcome!"),
-        ChatMessage(role="user", content="q1"),
-        ChatMessage(role="developer", content="be brief"),
-        ChatMessage(role="user", content="q2"),
-        ChatMessage(role="assistant", content="a2" + EXPECTED_SOURCES),
-        ChatMessage(role="user", content="now"),
+        AssistantMessage(role="assistant", content="Welcome!"),
+        UserMessage(role="user", content="q1"),
+        InstructionMessage(role="developer", content="be brief"),
+        UserMessage(role="user", content="q2"),
+        AssistantMessage(role="assistant", content="a2" + EXPECTED_SOURCES),
+        UserMessage(role="user", content="now"),
     ]
     assert [(t.message, t.answer) for t in transcript(messages)] == [("q1", ""), ("q2", "a2")]
     assert strip_sources("plain answer") == "plain answer"

@@ -7,9 +7,12 @@ import time
 from langchain_openai import ChatOpenAI
 
 from rag_common.llm import build_chat_model
+from rag_common.llm_admission import LLMAdmission
 from rag_common.schemas import HistoryTurn, RefineRequest
 from rag_common.settings import LLMSettings
 from rag_refiner.query_refiner import QueryRefiner
+
+from .llm_calls import counted_chat_model
 
 ACME_TURN = HistoryTurn(
     question="Acme Robotics company history",
@@ -65,3 +68,23 @@ async def test_hung_llm_times_out_to_the_raw_message(hung_llm_settings: LLMSetti
     assert time.perf_counter() - started < 5
     assert (response.method, response.query, response.rewritten) == ("fallback", "What year was it founded?", False)
     assert "timed out after 1s" in response.detail
+
+
+async def test_a_busy_llm_gets_the_deterministic_rewrite_at_once_and_no_call(llm_settings: LLMSettings) -> None:
+    """Issue 12: when the admission control expects no slot within the budget, the follow-up is
+    rewritten by context-append at once, and the request's later model calls (HyDE) are skipped."""
+    model, counter = counted_chat_model(llm_settings)
+    admission = LLMAdmission("refiner-test", slots=1, max_queue=4, expected_call_s=30.0)
+    refiner = QueryRefiner(model, llm_timeout_s=20.0, admission=admission)
+    async with admission.slot(1000):  # another request holds the only slot
+        started = time.perf_counter()
+        response = await refiner.refine(
+            RefineRequest(message="What year was it founded?", history=[ACME_TURN], hyde=True)
+        )
+        elapsed = time.perf_counter() - started
+    assert response.method == "context_append"
+    assert response.query == "What year was it founded? (Acme Robotics company history)"
+    assert "llm busy: expected wait 30s" in response.detail
+    assert "hyde: skipped" in response.detail and response.hyde_query is None
+    assert counter.calls == 0
+    assert elapsed < 5

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedIndex, IndexMismatchError
+from rag_retriever.backends import embedded
+from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedBackend, EmbeddedIndex, IndexMismatchError
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import Ingestor
+from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord
 
 CORPUS_SIZE = 12
@@ -267,3 +273,92 @@ def test_vectors_follow_replacements_filters_and_reopening(tmp_path, open_index,
         _assert_stored_vectors(filtered, stored)
     finally:
         reopened.close()
+
+
+# --------------------------------------------------------------------------- format upgrade
+
+
+def fingerprint_before_content_hashes(chunk: ChunkRecord) -> str:
+    """``doc_fingerprint`` as format-1 code wrote it: title, source and metadata, no content hash."""
+    fields = {"title": chunk.title, "source": chunk.source, "metadata": chunk.metadata}
+    return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def write_format_1_index(path: Path, open_index, corpus_chunks, monkeypatch) -> None:
+    """An index as the code before content hashes wrote it (schema without ``content_hash``)."""
+    chunks, vectors = corpus_chunks
+    old_chunks = [
+        dataclasses.replace(c, content_hash=None, doc_fingerprint=fingerprint_before_content_hashes(c)) for c in chunks
+    ]
+    with monkeypatch.context() as patch:
+        patch.setattr(embedded, "FORMAT_VERSION", 1)
+        old = open_index(path)
+        old.upsert(old_chunks, vectors)
+        old.close()
+    assert json.loads((path / "meta.json").read_text())["format"] == 1
+
+
+async def test_a_format_1_index_is_upgraded_in_place_and_reingesting_adds_the_hashes(
+    tmp_path, open_index, corpus_chunks, corpus_documents, embedder, tokenizer, monkeypatch
+):
+    path = tmp_path / "index"
+    write_format_1_index(path, open_index, corpus_chunks, monkeypatch)
+    chunks, vectors = corpus_chunks
+
+    upgraded = EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
+    try:
+        assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 2
+        assert sorted(p.name for p in path.iterdir()) == ["meta.json", "tantivy", "vectors.hnsw"]
+        assert await upgraded.count() == CORPUS_SIZE
+        assert doc_ids(await upgraded.search_dense(vectors[4], 1)) == ["tcp"]  # labels kept: the graph still fits
+        assert doc_ids(await upgraded.search_bm25("handshake", 1)) == ["tcp"]
+        assert {info.content_hash for info in await upgraded.list_documents()} == {None}
+        assert await upgraded.documents_with_content([chunks[4].content_hash]) == {}
+
+        # Re-ingesting the same documents is not skipped: their chunks lack the hash.
+        ingestor = Ingestor(upgraded, embedder, Chunker(tokenizer), ReadWriteLock())
+        result = await ingestor.ingest(corpus_documents)
+        assert (result.documents, result.skipped, result.duplicates) == (CORPUS_SIZE, 0, [])
+        listed = {info.doc_id: info.content_hash for info in await upgraded.list_documents()}
+        assert listed["tcp"] == chunks[4].content_hash is not None
+        assert await upgraded.documents_with_content([chunks[4].content_hash]) == {chunks[4].content_hash: ["tcp"]}
+        assert (await ingestor.ingest(corpus_documents)).skipped == CORPUS_SIZE
+    finally:
+        await upgraded.close()
+
+
+def test_an_interrupted_upgrade_starts_again_from_the_kept_old_index(tmp_path, open_index, corpus_chunks, monkeypatch):
+    path = tmp_path / "index"
+    write_format_1_index(path, open_index, corpus_chunks, monkeypatch)
+    # A crash after the old index was moved aside and a half-built new one moved in, before meta.json
+    # said format 2: the old index is whole in tantivy.previous.
+    (path / "tantivy").rename(path / "tantivy.previous")
+    (path / "tantivy").mkdir()
+    (path / "tantivy" / "half-written").write_bytes(b"\0")
+    (path / "tantivy.upgrading").mkdir()
+
+    reopened = open_index(path)
+    try:
+        assert reopened.count() == CORPUS_SIZE
+        assert doc_ids(reopened.search_dense(corpus_chunks[1][4], k=1)) == ["tcp"]
+        assert sorted(p.name for p in path.iterdir()) == ["meta.json", "tantivy", "vectors.hnsw"]
+    finally:
+        reopened.close()
+
+
+def test_an_index_of_an_unknown_format_is_refused(tmp_path, open_index):
+    open_index(tmp_path / "index").close()
+    meta = tmp_path / "index" / "meta.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 99}))
+    with pytest.raises(IndexMismatchError, match="has format 99, this code reads format 2 and upgrades formats 1"):
+        open_index(tmp_path / "index")
+
+
+def test_documents_with_content_looks_up_many_hashes_in_batches(index, monkeypatch):
+    monkeypatch.setattr(embedded, "_LOOKUP_BATCH", 2)
+    chunks = [dataclasses.replace(_chunk(f"doc{i}", 0, f"text {i}"), content_hash=f"h{i % 3}") for i in range(5)]
+    vectors = np.eye(5, 384, dtype=np.float32)
+    index.upsert(chunks, vectors)
+    assert index.documents_with_content(["h2", "h0", "h1", "h9"]) == {
+        "h0": ["doc0", "doc3"], "h1": ["doc1", "doc4"], "h2": ["doc2"],
+    }

@@ -114,10 +114,21 @@ def test_markdown_chunks_carry_their_section_path_and_never_cross_a_heading(toke
     assert not any("#" in chunk.text.replace("# this is a shell comment", "") for chunk in chunks)
 
 
-def test_plain_text_is_not_split_at_hash_lines(tokenizer):
-    document = SourceDocument("notes.txt", "# not a heading here\nJust text.")
-    chunks = Chunker(tokenizer).chunk_document(document)
-    assert len(chunks) == 1 and chunks[0].section_path == []
+def test_plain_text_is_read_like_markdown_other_stated_types_are_not(tokenizer):
+    # Issue 12: plain text used to be one flat block, so a Markdown text sent as JSON (no content_type,
+    # hence text/plain) was chunked unlike the same text uploaded as .md. One reader for both now.
+    text = "# Setup\nJust text."
+    plain, markdown = (
+        Chunker(tokenizer).chunk_document(SourceDocument("notes", text, metadata={"content_type": content_type}))
+        for content_type in ("text/plain", "text/markdown")
+    )
+    assert [(c.section_path, c.text) for c in plain] == [(c.section_path, c.text) for c in markdown]
+    assert [(c.section_path, c.text) for c in plain] == [(["Setup"], "Just text.")]
+    # A content type the document states that is none of those (code, say) is still one flat text.
+    [code] = Chunker(tokenizer).chunk_document(
+        SourceDocument("run.py", "# not a heading here\nprint()", metadata={"content_type": "text/x-python"})
+    )
+    assert (code.section_path, code.text) == ([], "# not a heading here\nprint()")
 
 
 def test_chunk_ids_are_stable_and_follow_the_format(tokenizer):

@@ -8,6 +8,7 @@ Real MiniLM vectors throughout. The quality check runs on a slice of the Vaswani
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import random
@@ -155,6 +156,31 @@ async def test_delete_document_removes_all_its_chunks(backend: SearchBackend, em
     assert doc_ids(await backend.search_hybrid("glaciers", vectors[0], 10, None, MIN_MAX)) == ["deserts"]
     assert await backend.delete_document("glaciers") == 0
     assert [info.doc_id for info in await backend.list_documents()] == ["deserts"]
+
+
+async def test_documents_with_content_names_the_holders_of_each_hash(backend: SearchBackend, embedder):
+    def hashed(doc_id: str, index: int, text: str, content_hash: str | None) -> ChunkRecord:
+        return dataclasses.replace(chunk(doc_id, index, text), content_hash=content_hash)
+
+    same, other = "a" * 64, "b" * 64
+    chunks = [
+        hashed("manual", 0, "Open the valve.", same),
+        hashed("manual", 1, "Close the valve.", same),
+        hashed("manual-copy", 0, "Open the valve. Close the valve.", same),
+        hashed("memo", 0, "Lunch is at noon.", other),
+        hashed("legacy", 0, "Written before content hashes.", None),
+    ]
+    await backend.upsert(chunks, embedder.encode_documents([c.text for c in chunks]))
+
+    assert await backend.documents_with_content([same, other, "c" * 64]) == {
+        same: ["manual", "manual-copy"], other: ["memo"],
+    }
+    assert await backend.documents_with_content([]) == {}
+    listed = {info.doc_id: info.content_hash for info in await backend.list_documents()}
+    assert listed == {"legacy": None, "manual": same, "manual-copy": same, "memo": other}
+
+    await backend.delete_document("manual")
+    assert await backend.documents_with_content([same]) == {same: ["manual-copy"]}
 
 
 async def test_reopening_keeps_everything(harness: Harness, corpus_chunks, embedder):

@@ -29,7 +29,7 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 ALIAS = "rag-chunks"
 NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP = "2025-01-02T03:04:05.678+00:00"
-PHYSICAL = "rag-chunks-v1-20250102-030405"
+PHYSICAL = "rag-chunks-v2-20250102-030405"
 CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
 SOURCE_EXCLUDES = {"excludes": ["embedding"]}
@@ -46,7 +46,8 @@ def chunk(doc_id: str, index: int, text: str, **fields) -> ChunkRecord:
     )
 
 
-VOLCANO = chunk("volcanoes", 0, "Lava rises.", page=3, section_path=["Geology", "Volcanoes"],
+VOLCANO_HASH = "9a" * 32
+VOLCANO = chunk("volcanoes", 0, "Lava rises.", page=3, section_path=["Geology", "Volcanoes"], content_hash=VOLCANO_HASH,
                 metadata={"tenant": "acme", "content_type": "text/markdown", "acl": ["geo", "staff"], "year": 2024})
 JAZZ = chunk("jazz", 0, "| Style | Era |", table_id="jazz-t1", metadata={"tenant": "globex", "content_type": "text/plain"})
 
@@ -63,6 +64,8 @@ def source_of(record: ChunkRecord) -> dict:
         source["page"] = record.page
     if record.table_id is not None:
         source["table_id"] = record.table_id
+    if record.content_hash is not None:
+        source["content_hash"] = record.content_hash
     return source
 
 
@@ -83,12 +86,12 @@ async def backend(cluster: FakeCluster):
 EXPECTED_TEMPLATE = {
     "index_patterns": ["rag-chunks-v*"],
     "priority": 100,
-    "version": 1,
+    "version": 2,
     "template": {
         "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"template_version": 1, "model_id": "test-model", "dim": 4},
+            "_meta": {"template_version": 2, "model_id": "test-model", "dim": 4},
             "properties": {
                 "embedding": {
                     "type": "knn_vector",
@@ -115,6 +118,7 @@ EXPECTED_TEMPLATE = {
                 "acl": {"type": "keyword"},
                 "table_id": {"type": "keyword"},
                 "doc_fingerprint": {"type": "keyword"},
+                "content_hash": {"type": "keyword"},
                 "page": {"type": "integer"},
                 "chunk_index": {"type": "integer"},
                 "metadata": {"type": "object", "enabled": False},
@@ -163,7 +167,7 @@ async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_c
     }
 
 
-def mapping_answer(dim: int, model_id: str, version: int = 1) -> dict:
+def mapping_answer(dim: int, model_id: str, version: int = 2) -> dict:
     return {
         PHYSICAL: {
             "mappings": {
@@ -184,6 +188,34 @@ async def test_ensure_index_keeps_an_existing_alias_after_checking_its_vectors(b
         ("GET", "/rag-chunks/_mapping"),
         ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax"),
     ]
+
+
+async def test_ensure_index_adds_the_content_hash_field_to_a_version_1_index_in_place(backend, cluster):
+    # An index created by the previous code (template version 1) would refuse every chunk that carries
+    # content_hash ("dynamic": "strict"): the field is added to its mapping, and its _meta moves to 2.
+    cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", version=1))
+    await backend.ensure_index()
+    assert [(c.method, c.path, c.body) for c in cluster.calls][2:] == [
+        ("GET", "/rag-chunks/_mapping", None),
+        (
+            "PUT", f"/{PHYSICAL}/_mapping",
+            {
+                "_meta": {"template_version": 2, "model_id": "test-model", "dim": 4},
+                "properties": {"content_hash": {"type": "keyword"}},
+            },
+        ),
+        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", MIN_MAX_PIPELINE),
+    ]
+
+
+def test_only_an_index_behind_by_added_fields_is_upgraded_in_place():
+    from rag_retriever.backends.opensearch_requests import mapping_upgrade_body
+
+    assert mapping_upgrade_body({"_meta": {"template_version": 2}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 3}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 0}}) is None  # version 1 changed more: reindex
+    assert mapping_upgrade_body({}) is None
 
 
 @pytest.mark.parametrize(
@@ -457,6 +489,7 @@ async def test_upsert_sends_index_actions_keyed_by_chunk_id_and_waits_for_refres
             "doc_fingerprint": "fp-volcanoes",
             "metadata": {"tenant": "acme", "content_type": "text/markdown", "acl": ["geo", "staff"], "year": 2024},
             "page": 3,
+            "content_hash": VOLCANO_HASH,
             "tenant": "acme",
             "content_type": "text/markdown",
             "acl": ["geo", "staff"],
@@ -573,7 +606,10 @@ async def test_list_documents_pages_a_composite_aggregation(backend, cluster, mo
     monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
 
     def bucket(doc_id: str, count: int) -> dict:
-        first = {"hits": {"hits": [{"_id": f"{doc_id}:0", "_source": {"title": doc_id.upper(), "source": f"{doc_id}.md"}}]}}
+        source = {"title": doc_id.upper(), "source": f"{doc_id}.md"}
+        if doc_id != "c":  # c was indexed before content hashes existed
+            source["content_hash"] = f"hash-{doc_id}"
+        first = {"hits": {"hits": [{"_id": f"{doc_id}:0", "_source": source}]}}
         return {"key": {"doc_id": doc_id}, "doc_count": count, "first": first}
 
     cluster.searches.extend(
@@ -583,9 +619,9 @@ async def test_list_documents_pages_a_composite_aggregation(backend, cluster, mo
         ]
     )
     assert await backend.list_documents() == [
-        DocumentInfo(doc_id="a", title="A", source="a.md", chunks=2),
-        DocumentInfo(doc_id="b", title="B", source="b.md", chunks=1),
-        DocumentInfo(doc_id="c", title="C", source="c.md", chunks=5),
+        DocumentInfo(doc_id="a", title="A", source="a.md", chunks=2, content_hash="hash-a"),
+        DocumentInfo(doc_id="b", title="B", source="b.md", chunks=1, content_hash="hash-b"),
+        DocumentInfo(doc_id="c", title="C", source="c.md", chunks=5, content_hash=None),
     ]
     first, second = cluster.calls
     assert first.body == {
@@ -593,11 +629,49 @@ async def test_list_documents_pages_a_composite_aggregation(backend, cluster, mo
         "aggs": {
             "docs": {
                 "composite": {"size": 2, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]},
-                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source"]}}}},
+                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source", "content_hash"]}}}},
             }
         },
     }
     assert second.body["aggs"]["docs"]["composite"]["after"] == {"doc_id": "b"}
+
+
+async def test_documents_with_content_aggregates_doc_ids_per_hash(backend, cluster, monkeypatch):
+    monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
+
+    def answer(buckets: dict[str, list[str]]) -> dict:
+        return {
+            **hits_answer([]),
+            "aggregations": {
+                "hashes": {
+                    "buckets": [
+                        {"key": h, "doc_count": 9, "docs": {"buckets": [{"key": d, "doc_count": 3} for d in docs]}}
+                        for h, docs in buckets.items()
+                    ]
+                }
+            },
+        }
+
+    cluster.searches.extend([answer({"h1": ["b", "a"]}), answer({"h3": ["c"]})])
+    # h2 is held by no document; three hashes with pages of two: two requests.
+    assert await backend.documents_with_content(["h3", "h1", "h2", "h1"]) == {"h1": ["a", "b"], "h3": ["c"]}
+
+    first, second = cluster.calls
+    assert (first.method, first.path) == ("POST", "/rag-chunks/_search")
+    assert first.body == {
+        "size": 0,
+        "query": {"terms": {"content_hash": ["h1", "h2"]}},
+        "aggs": {
+            "hashes": {
+                "terms": {"field": "content_hash", "size": 2},
+                "aggs": {"docs": {"terms": {"field": "doc_id", "size": 1000}}},
+            }
+        },
+    }
+    assert second.body["query"] == {"terms": {"content_hash": ["h3"]}}
+    assert second.body["aggs"]["hashes"]["terms"]["size"] == 1
+    assert await backend.documents_with_content([]) == {}
+    assert len(cluster.calls) == 2
 
 
 async def test_count_reads_the_alias(backend, cluster):
@@ -661,7 +735,7 @@ async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monke
         assert (template.path, head.path, pipeline.path) == (
             "/_index_template/kb-template", "/_alias/kb", "/_search/pipeline/kb-hybrid-zscore-dense600"
         )
-        assert re.fullmatch(r"/kb-v1-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
+        assert re.fullmatch(r"/kb-v2-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
         assert template.body["template"]["mappings"]["properties"]["embedding"]["method"] == {
             "name": "hnsw", "engine": "lucene", "space_type": "innerproduct",
             "parameters": {"m": 24, "ef_construction": 128},

@@ -140,8 +140,17 @@ def test_a_header_too_large_to_repeat_is_not_repeated(tokenizer):
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", None])
-def test_plain_text_tables_are_left_as_text(tokenizer, content_type):
+def test_plain_text_tables_are_kept_whole_like_markdown_ones(tokenizer, content_type):
+    # Plain text (also a JSON document without content_type) is read like Markdown (issue 12), so a
+    # pipe table in it is a table, as in the same text uploaded as .md.
     metadata = {"content_type": content_type} if content_type else {}
-    document = SourceDocument("notes.txt", "| a | b |\n| --- | --- |\n| 1 | 2 |", metadata=metadata)
+    text = "| a | b |\n| --- | --- |\n| 1 | 2 |"
+    [chunk] = Chunker(tokenizer).chunk_document(SourceDocument("notes.txt", text, metadata=metadata))
+    assert (chunk.text, chunk.table_id) == (text, "notes.txt:t0")
+
+
+def test_tables_in_other_stated_content_types_are_left_as_text(tokenizer):
+    metadata = {"content_type": "text/x-log"}
+    document = SourceDocument("notes.log", "| a | b |\n| --- | --- |\n| 1 | 2 |", metadata=metadata)
     [chunk] = Chunker(tokenizer).chunk_document(document)
     assert chunk.table_id is None

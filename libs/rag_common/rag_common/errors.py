@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 #: How a call to another stage failed. ``rejected``: it answered 4xx to input this service built.
-FailureKind = Literal["unavailable", "timeout", "bad_response", "rejected"]
+#: ``overloaded``: it could not take the call in time and said when to try again (503 + Retry-After).
+FailureKind = Literal["unavailable", "timeout", "bad_response", "rejected", "overloaded"]
 
 
 class RagError(Exception):
@@ -29,6 +30,22 @@ class InvalidInput(RagError):
 
 class InvalidQuery(RagError):
     """The search asks for something the index cannot do (an unknown or empty filter field)."""
+
+
+class Unauthenticated(RagError):
+    """No credential, or one that is invalid, expired or revoked (401 with ``WWW-Authenticate``)."""
+
+
+class Forbidden(RagError):
+    """The caller is known but lacks the scope this action needs (403)."""
+
+
+class RateLimited(RagError):
+    """The caller is over its rate limit; ``retry_after_s`` says when the window has room (429)."""
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class NotFound(RagError):
@@ -51,17 +68,29 @@ class DependencyFailed(RagError):
     ``reason`` keeps the bare cause for logs and for ``degraded`` entries.
     """
 
-    def __init__(self, stage: str, kind: FailureKind, reason: str, status_code: int | None = None) -> None:
+    def __init__(
+        self,
+        stage: str,
+        kind: FailureKind,
+        reason: str,
+        status_code: int | None = None,
+        *,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(_summary(stage, kind, reason), stage=stage)
         self.kind = kind
         self.reason = reason
         #: The HTTP status the dependency answered with, when it answered at all.
         self.status_code = status_code
+        #: When an ``overloaded`` stage expects to have room again, in seconds (the ``Retry-After``).
+        self.retry_after_s = retry_after_s
 
 
 def _summary(stage: str, kind: FailureKind, reason: str) -> str:
     if kind == "timeout":
         return f"{stage} timed out: {reason}"
+    if kind == "overloaded":
+        return f"{stage} busy: {reason}"
     if kind == "rejected":
         # A 4xx on input this service built is a contract problem between services, not the user's.
         return f"{stage} rejected the request: {reason}"

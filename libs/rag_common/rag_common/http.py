@@ -101,6 +101,9 @@ class ServiceClient:
             return DependencyFailed(self.stage, "rejected", text, code)
         if code == 504:
             return DependencyFailed(self.stage, "timeout", f"HTTP 504: {text}", code)
+        if code == 503 and (retry_after := _seconds(response.headers.get("retry-after"))) is not None:
+            # The stage is up but full, and said when it expects room: the caller can say the same.
+            return DependencyFailed(self.stage, "overloaded", text, code, retry_after_s=retry_after)
         return DependencyFailed(self.stage, "unavailable", f"HTTP {code}: {text}", code)
 
     def transport_failure(self, path: str, exc: httpx.HTTPError) -> DependencyFailed:
@@ -114,6 +117,14 @@ class ServiceClient:
         except httpx.HTTPError as exc:
             return f"unreachable: {type(exc).__name__}"
         return "ok" if response.status_code == 200 else f"HTTP {response.status_code}"
+
+
+def _seconds(retry_after: str | None) -> float | None:
+    """A ``Retry-After`` given in seconds (the services never send the HTTP-date form)."""
+    try:
+        return float(retry_after) if retry_after is not None else None
+    except ValueError:
+        return None
 
 
 def error_text(response: httpx.Response) -> str:

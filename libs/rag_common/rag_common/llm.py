@@ -10,6 +10,7 @@ from __future__ import annotations
 import httpx
 from langchain_openai import ChatOpenAI
 
+from rag_common.llm_admission import LLMAdmission
 from rag_common.settings import LLMSettings
 
 
@@ -22,6 +23,13 @@ def build_chat_model(settings: LLMSettings, *, max_tokens: int | None = None) ->
         max_tokens=max_tokens or settings.max_tokens,
         timeout=settings.timeout_s,
         max_retries=settings.max_retries,
+    )
+
+
+def llm_admission(service: str, settings: LLMSettings) -> LLMAdmission:
+    """The admission control every model call of ``service`` goes through (one per process)."""
+    return LLMAdmission(
+        service, slots=settings.slots, max_queue=settings.max_queue, expected_call_s=settings.expected_call_s
     )
 
 

@@ -6,9 +6,10 @@ change to the contract between two services is a change in exactly one file.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator
 
 SearchMode = Literal["dense", "bm25", "hybrid"]
 #: What a message asks for: ``rag`` needs the documents; ``chitchat`` (greeting, thanks) and ``meta``
@@ -22,11 +23,69 @@ MAX_TOP_K = 50
 #: Upper bound on the candidates one search or rerank returns (``SearchRequest``/``RerankRequest.top_k``).
 MAX_SEARCH_TOP_K = 200
 
+#: A document id: 1-512 characters, any but the C0/C1 control characters and DEL (they cannot travel
+#: in a URL path or a log line intact), not blank, and not ``.`` or ``..`` (a URL path would resolve
+#: them). So file names (spaces, accents, ``#``, ``?``, ``/``) are ids as they are; wherever an id
+#: goes into a URL it is percent-encoded as one path segment.
+DOCUMENT_ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+MAX_DOCUMENT_ID_CHARS = 512
+#: A conversation id as the gateway issues them (``uuid4().hex``), with room for other issuers.
+CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_NOT_SPACE = re.compile(r"\S")
+
+
+def check_document_id(value: str) -> str:
+    """``value`` if it is a valid document id (see ``DOCUMENT_ID_PATTERN``), else ValueError saying why."""
+    # Control characters first: a lone tab or CR is "blank" too, but the control character is the
+    # reason worth naming.
+    if control := _CONTROL_CHARACTER.search(value):
+        raise ValueError(f"document id contains the control character U+{ord(control.group()):04X}")
+    if not _NOT_SPACE.search(value):
+        raise ValueError("document id is blank")
+    if len(value) > MAX_DOCUMENT_ID_CHARS:
+        raise ValueError(f"document id is longer than {MAX_DOCUMENT_ID_CHARS} characters")
+    if value in {".", ".."}:
+        raise ValueError("'.' and '..' are not document ids")
+    return value
+
+
+DocumentId = Annotated[
+    str,
+    AfterValidator(check_document_id),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_DOCUMENT_ID_CHARS,
+            "pattern": DOCUMENT_ID_PATTERN,
+            "not": {"enum": [".", ".."]},
+        }
+    ),
+]
+ConversationId = Annotated[str, StringConstraints(pattern=CONVERSATION_ID_PATTERN)]
+
+
+def _integral_number(value: Any) -> Any:
+    # JSON Schema's "integer" is any number with no fraction, so 5.0 is one; strict mode alone would refuse it.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer as JSON Schema means it: 5 and 5.0, never true or "5".
+JsonInt = Annotated[int, BeforeValidator(_integral_number)]
+
+#: The fields a search may filter on (``SearchRequest.filters``): keyword fields of every chunk.
+SearchFilterField = Literal["doc_id", "source", "tenant", "content_type"]
+SEARCH_FILTER_FIELDS: tuple[str, ...] = get_args(SearchFilterField)
+#: JSON Schema of a string with some non-space character in it (pattern matching is a search).
+NOT_BLANK = {"pattern": r"\S"}
+
 
 class WireModel(BaseModel):
-    """Base for wire models: unknown fields are rejected so typos surface as 422s."""
+    """Base for wire models: unknown fields are rejected so typos surface as 422s, and JSON types are
+    taken as the schema says (strict: ``0`` is not ``false``, ``false`` is not ``0.0``, ``"5"`` is not ``5``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 # --------------------------------------------------------------------------- passages
@@ -40,7 +99,7 @@ class Passage(WireModel):
     text: str
     title: str = ""
     source: str = ""
-    page: int | None = None
+    page: JsonInt | None = None
     section_path: list[str] = Field(default_factory=list)
     score: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -58,15 +117,15 @@ class Citation(WireModel):
     highlight exactly what was cited.
     """
 
-    id: int
+    id: JsonInt
     source: str
     title: str
-    page: int | None = None
+    page: JsonInt | None = None
     chunk_id: str
     score: float
     quote: str = ""
-    start: int | None = Field(default=None, ge=0)
-    end: int | None = Field(default=None, ge=0)
+    start: JsonInt | None = Field(default=None, ge=0)
+    end: JsonInt | None = Field(default=None, ge=0)
     section_path: list[str] = Field(default_factory=list)
 
 
@@ -124,9 +183,10 @@ class RefineResponse(WireModel):
 
 class SearchRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
-    top_k: int = Field(default=10, ge=1, le=MAX_SEARCH_TOP_K)
+    top_k: JsonInt = Field(default=10, ge=1, le=MAX_SEARCH_TOP_K)
     mode: SearchMode = "hybrid"
-    filters: dict[str, str | list[str]] = Field(default_factory=dict)
+    #: Field -> a value or a non-empty list of values (any of them matches); fields AND together.
+    filters: dict[SearchFilterField, str | Annotated[list[str], Field(min_length=1)]] = Field(default_factory=dict)
     #: Return each passage's stored embedding and the query's embedding (for the reranker).
     include_embeddings: bool = False
 
@@ -143,8 +203,8 @@ class SearchResponse(WireModel):
 class DocumentIn(WireModel):
     """A document given as JSON. ``id`` defaults to a hash of source and text."""
 
-    id: str | None = Field(default=None, max_length=512)
-    text: str
+    id: DocumentId | None = None
+    text: str = Field(json_schema_extra=NOT_BLANK)
     title: str = ""
     source: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
@@ -162,23 +222,53 @@ class IngestRequest(WireModel):
 
 
 class IngestFailure(WireModel):
-    name: str
-    reason: str
+    name: str = Field(description="The file name, or the document id (``documents[i]`` for a document without one).")
+    reason: str = Field(description="Why it was not indexed; nothing of it was written.")
+
+
+class DuplicateContent(WireModel):
+    """A document of the ingest whose text other documents also hold. Reported, never refused: two ids
+    for one content may be wanted; delete one of them (``DELETE /v1/documents/{id}``) to merge."""
+
+    doc_id: str = Field(description="The document of this request that holds the content.")
+    content_hash: str = Field(description="sha256 (hex) of its normalised text, as in ``DocumentInfo.content_hash``.")
+    duplicate_of: list[str] = Field(
+        description="The other documents holding the same content after this ingest, sorted: already "
+        "indexed ones and others of this request. Never ``doc_id`` itself."
+    )
 
 
 class IngestResponse(WireModel):
-    documents: int
-    chunks: int
-    skipped: int = 0
-    failed: list[IngestFailure] = Field(default_factory=list)
-    doc_ids: list[str] = Field(default_factory=list)
+    documents: JsonInt = Field(description="Documents written (new or changed).")
+    chunks: JsonInt = Field(description="Chunks written.")
+    skipped: JsonInt = Field(default=0, description="Documents already indexed as given (same chunks and metadata).")
+    failed: list[IngestFailure] = Field(
+        default_factory=list, description="One entry per file or document rejected; the others still went in."
+    )
+    doc_ids: list[str] = Field(default_factory=list, description="Ids of the documents written or skipped.")
+    duplicates: list[DuplicateContent] = Field(
+        default_factory=list,
+        description="The documents of ``doc_ids`` whose content other documents also hold, in request order.",
+    )
 
 
 class DocumentInfo(WireModel):
+    doc_id: str = Field(description="The document id.")
+    title: str = Field(description="The document title (may be empty).")
+    source: str = Field(description="Where the document came from: file name, URL or the caller's label.")
+    chunks: JsonInt = Field(description="Indexed chunks.")
+    content_hash: str | None = Field(
+        default=None,
+        description="sha256 (hex) of the normalised text (BOM dropped, LF line ends, NFC, stripped): equal "
+        "for documents with the same content, whatever the route. None if indexed before content hashes existed.",
+    )
+
+
+class DocumentDeleted(WireModel):
+    """Answer to deleting a document: its id and how many chunks went with it."""
+
     doc_id: str
-    title: str
-    source: str
-    chunks: int
+    deleted_chunks: JsonInt
 
 
 class DocumentList(WireModel):
@@ -188,38 +278,42 @@ class DocumentList(WireModel):
 # --------------------------------------------------------------------------- reranker
 
 
-class CrossEncoderSpec(WireModel):
+class _StageSpec(WireModel):
+    """A rerank stage: ``name`` has a default for Python callers but is required on the wire, where it
+    is the discriminator that picks the stage."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        schema["required"] = ["name", *[field for field in schema.get("required", []) if field != "name"]]
+        return schema
+
+
+class CrossEncoderSpec(_StageSpec):
     """Score every (query, passage) pair with the configured cross-encoder; skipped if none is set."""
 
     name: Literal["cross_encoder"] = "cross_encoder"
 
 
-class DiffusionSpec(WireModel):
+class DiffusionSpec(_StageSpec):
     """Personalised PageRank over the candidates' cosine-similarity graph, seeded by the current scores."""
 
     name: Literal["diffusion"] = "diffusion"
     alpha: float | None = Field(default=None, ge=0.0, lt=1.0, description="Damping; None = service default.")
-    top_k_edges: int | None = Field(default=None, ge=1, description="Keep only the k strongest edges per node.")
+    top_k_edges: JsonInt | None = Field(default=None, ge=1, description="Keep only the k strongest edges per node.")
 
 
-class GmmrSpec(WireModel):
+class GmmrSpec(_StageSpec):
     """Geometric MMR (DF-RAG): relevant and diverse ``top_k``; ``mmr_lambda="adaptive"`` lets an LLM pick λ."""
 
     name: Literal["gmmr"] = "gmmr"
-    mmr_lambda: float | Literal["adaptive"] | None = Field(
+    mmr_lambda: Annotated[float, Field(ge=0.0, le=1.0)] | Literal["adaptive"] | None = Field(
         default=None, description="1 = relevance only, 0 = diversity only; None = service default."
     )
     #: The relevance term: ``cosine`` of query and passage embeddings (DF-RAG as published), or the
     #: incoming ``scores`` (retriever's or cross-encoder's) min-max scaled to [0, 1], so gMMR keeps
     #: the upstream ranking's judgement of relevance; None = service default.
     relevance: Literal["cosine", "scores"] | None = None
-
-    @field_validator("mmr_lambda")
-    @classmethod
-    def lambda_in_unit_interval(cls, value: float | str | None) -> float | str | None:
-        if isinstance(value, float) and not 0.0 <= value <= 1.0:
-            raise ValueError("mmr_lambda must be in [0, 1] or 'adaptive'")
-        return value
 
 
 RerankStageSpec = Annotated[CrossEncoderSpec | DiffusionSpec | GmmrSpec, Field(discriminator="name")]
@@ -229,7 +323,7 @@ RerankStageName = Literal["cross_encoder", "diffusion", "gmmr"]
 class RerankRequest(WireModel):
     query: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     passages: list[Passage] = Field(max_length=500)
-    top_k: int = Field(default=5, ge=1, le=MAX_SEARCH_TOP_K)
+    top_k: JsonInt = Field(default=5, ge=1, le=MAX_SEARCH_TOP_K)
     #: The chain to run, in order; ``None`` runs the service's configured default chain.
     stages: list[RerankStageSpec] | None = Field(default=None, max_length=8)
     #: The query's embedding in the passages' embedding space (the retriever's ``query_embedding``).
@@ -288,7 +382,7 @@ class GenerateResponse(WireModel):
     #: Share of the model's claims that passed the support check; None when no model claims were made.
     citation_precision: float | None = None
     #: Claims of the model dropped because their cited sentences do not support them.
-    claims_dropped: int = 0
+    claims_dropped: JsonInt = 0
     #: The model's first reply was invalid JSON and the one repair attempt produced this answer.
     repaired: bool = False
     #: What went wrong without losing the answer, e.g. the LLM timed out and the extractive answer stood in.
@@ -299,9 +393,9 @@ class GenerateResponse(WireModel):
 
 
 class ChatRequest(WireModel):
-    conversation_id: str | None = Field(default=None, min_length=1, max_length=128)
-    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
-    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    conversation_id: ConversationId | None = None
+    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, json_schema_extra=NOT_BLANK)
+    top_k: JsonInt | None = Field(default=None, ge=1, le=MAX_TOP_K)
     #: Search with a hypothetical answer (HyDE) instead of the query; ``None`` = the gateway default.
     hyde: bool | None = None
 
@@ -329,12 +423,21 @@ class ChatResponse(WireModel):
     #: The answerability gate's probability that the documents answer the question.
     answerability: float | None = None
     #: Claims of the model dropped by the support check.
-    claims_dropped: int = 0
+    claims_dropped: JsonInt = 0
 
 
 class ConversationOut(WireModel):
     conversation_id: str
     turns: list[Turn]
+
+
+class Readiness(WireModel):
+    """Body of ``/readyz``: 200 when every dependency is ``ok``, 503 otherwise."""
+
+    status: Literal["ready", "not_ready"]
+    service: str
+    #: ``{dependency: "ok" | reason}``.
+    checks: dict[str, str]
 
 
 class ErrorBody(WireModel):

@@ -8,6 +8,7 @@ services. Domain errors (``rag_common.errors``) become status codes here, in ``S
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
@@ -15,19 +16,24 @@ from typing import Any, Protocol
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from prometheus_fastapi_instrumentator import Instrumentator
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from rag_common.errors import (
     DependencyFailed,
+    Forbidden,
     InvalidInput,
     InvalidQuery,
     NotFound,
     PayloadTooLarge,
     RagError,
+    RateLimited,
+    Unauthenticated,
     UnsupportedMediaType,
 )
-from rag_common.schemas import ErrorBody
+from rag_common.schemas import ErrorBody, Readiness
 
 logger = logging.getLogger(__name__)
 
@@ -35,10 +41,13 @@ logger = logging.getLogger(__name__)
 #: before its base wins; a RagError not listed is a 500.
 STATUS_BY_ERROR: tuple[tuple[type[RagError], int], ...] = (
     (InvalidQuery, 400),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
     (NotFound, 404),
     (PayloadTooLarge, 413),
     (UnsupportedMediaType, 415),
     (InvalidInput, 422),
+    (RateLimited, 429),
     (DependencyFailed, 503),
 )
 
@@ -51,6 +60,22 @@ def status_for(error: RagError) -> int:
         if isinstance(error, error_type):
             return status
     return 500
+
+
+def retry_after_header(error: RagError) -> str | None:
+    """``Retry-After`` (whole seconds): of a rate limit, or of an overloaded dependency that said when
+    it expects room."""
+    retry_after_s = getattr(error, "retry_after_s", None)
+    return str(max(1, math.ceil(retry_after_s))) if retry_after_s is not None else None
+
+
+def error_headers(error: RagError) -> dict[str, str]:
+    headers = {}
+    if (retry_after := retry_after_header(error)) is not None:
+        headers["Retry-After"] = retry_after
+    if isinstance(error, Unauthenticated):
+        headers["WWW-Authenticate"] = 'Bearer realm="rag"'
+    return headers
 
 
 def error_body(error: RagError) -> ErrorBody:
@@ -69,10 +94,76 @@ def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
     ]
 
 
+#: What each error status means on every service; a route lists the ones it can answer with
+#: :func:`error_responses`, and :func:`document_errors` gives them all the ErrorBody schema.
+ERROR_STATUS_DESCRIPTIONS: dict[int, str] = {
+    400: "The body is not parseable as the declared content type, or the query is invalid",
+    401: "No valid credential",
+    403: "The credential lacks the scope this route needs",
+    404: "No such resource (or not yours)",
+    405: "Method not allowed; the `Allow` header lists the allowed ones",
+    413: "The body is larger than the configured limit",
+    415: "The content type is not one this route reads",
+    422: "The request does not match the schema; `detail` lists each problem",
+    429: "Too many requests; retry after `Retry-After` seconds",
+    503: "A dependency is down or full (`stage` names it; `Retry-After` when it said when it expects room)",
+    504: "A dependency did not answer within its budget (`stage` names it)",
+}
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route can answer (besides 400 and 422, which
+    every route with a body or parameters gets)."""
+    return {code: {"description": ERROR_STATUS_DESCRIPTIONS[code]} for code in codes}
+
+
+def document_errors(openapi: dict[str, Any]) -> dict[str, Any]:
+    """Make the OpenAPI document say what the error handlers do: every operation with a body can
+    answer 400 (an unparseable body is refused before validation), and every 4xx/5xx body is an
+    ``ErrorBody`` in JSON, also on streaming routes, whose errors come before the stream starts."""
+    schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("ErrorBody", ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}"))
+    error_content = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    for path_item in openapi.get("paths", {}).values():
+        for operation in path_item.values():
+            responses = operation.setdefault("responses", {})
+            if "requestBody" in operation:
+                responses.setdefault("400", {"description": ERROR_STATUS_DESCRIPTIONS[400]})
+            for code, response in responses.items():
+                if code.isdigit() and int(code) >= 400 and _is_default_error_content(response.get("content")):
+                    response["content"] = error_content
+    return openapi
+
+
+def _is_default_error_content(content: dict[str, Any] | None) -> bool:
+    """No body declared, FastAPI's validation body (ours is an ErrorBody), or the route's streaming
+    media type that FastAPI gives every response of an SSE route."""
+    if not content:
+        return True
+    if "text/event-stream" in content:
+        return True
+    schema = content.get("application/json", {}).get("schema", {})
+    return schema.get("$ref", "").endswith("/HTTPValidationError") or schema == {}
+
+
+def allowed_methods(app: FastAPI, scope: dict[str, Any]) -> list[str]:
+    """The methods of the resource the request's path names, as the OpenAPI document describes it:
+    every route matching the path (``Match.PARTIAL``: path, not method), or only the literal ones
+    when there are any (``/v1/documents/upload`` is its own resource, not a ``{doc_id:path}``)."""
+    matching = [route for route in app.router.routes if route.matches(scope)[0] is not Match.NONE]
+    literal = [route for route in matching if "{" not in getattr(route, "path", "{")]
+    methods: set[str] = set()
+    for route in literal or matching:
+        methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RagError)
     async def _rag_error(_: Request, exc: RagError) -> JSONResponse:
-        return _error_response(status_for(exc), error_body(exc))
+        response = _error_response(status_for(exc), error_body(exc))
+        response.headers.update(error_headers(exc))
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -81,8 +172,15 @@ def install_error_handlers(app: FastAPI) -> None:
         return _error_response(422, ErrorBody(error=f"invalid request: {summary}", detail=detail))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error_response(exc.status_code, ErrorBody(error=str(exc.detail)))
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        response = _error_response(exc.status_code, ErrorBody(error=str(exc.detail)))
+        # Starlette's own errors carry headers that are part of their meaning (405's Allow).
+        response.headers.update(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route on the path; a path served by several
+            # routes (GET and POST /v1/documents) allows all of theirs.
+            response.headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
+        return response
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -102,6 +200,7 @@ def create_service_app(
     open_runtime: Callable[[], AbstractAsyncContextManager[ServiceRuntime]],
     *,
     version: str = "0.1.0",
+    extra_schemas: tuple[type[BaseModel], ...] = (),
 ) -> FastAPI:
     """A FastAPI app with ``/healthz``, ``/readyz``, ``/metrics`` and uniform error bodies.
 
@@ -109,6 +208,9 @@ def create_service_app(
     client and index the service uses, assembled by its ``runtime.py``) is ``app.state.runtime``
     while the app serves, and ``/readyz`` asks it. The same runtime is what the eval harness and the
     benchmarks open, without HTTP.
+
+    ``extra_schemas`` are wire models that a route's ``openapi_extra`` refers to by
+    ``#/components/schemas/<name>`` (a body FastAPI cannot infer), added to the document's components.
     """
 
     @asynccontextmanager
@@ -120,19 +222,36 @@ def create_service_app(
     app = FastAPI(title=f"rag-{name}", version=version, lifespan=lifespan)
     install_error_handlers(app)
 
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = FastAPI.openapi(app)
+            components = document.setdefault("components", {}).setdefault("schemas", {})
+            for model in extra_schemas:
+                schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                for name, definition in schema.pop("$defs", {}).items():
+                    components.setdefault(name, definition)
+                components.setdefault(model.__name__, schema)
+            app.openapi_schema = document_errors(document)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:
         return {"status": "ok", "service": name}
 
-    @app.get("/readyz", tags=["ops"])
+    @app.get(
+        "/readyz",
+        tags=["ops"],
+        response_model=Readiness,
+        responses={503: {"model": Readiness, "description": "Some dependency is not ready (see `checks`)"}},
+    )
     async def readyz(request: Request) -> JSONResponse:
         runtime: ServiceRuntime | None = getattr(request.app.state, "runtime", None)
         checks = await runtime.readiness() if runtime is not None else {"runtime": "not started"}
         ready = all(value == "ok" for value in checks.values())
-        return JSONResponse(
-            status_code=200 if ready else 503,
-            content={"status": "ready" if ready else "not_ready", "service": name, "checks": checks},
-        )
+        readiness = Readiness(status="ready" if ready else "not_ready", service=name, checks=checks)
+        return JSONResponse(status_code=200 if ready else 503, content=readiness.model_dump())
 
     Instrumentator(excluded_handlers=["/metrics"]).instrument(app).expose(
         app, endpoint="/metrics", include_in_schema=False

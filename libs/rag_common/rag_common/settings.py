@@ -32,3 +32,23 @@ class LLMSettings(BaseSettings):
     max_retries: int = Field(default=1, description="Retries on transport errors. Default 1.")
     temperature: float = Field(default=0.0, description="Sampling temperature. Default 0.0 (reproducible).")
     max_tokens: int = Field(default=512, description="Upper bound on generated tokens per call. Default 512.")
+    slots: int = Field(
+        default=2,
+        ge=1,
+        description="Calls this service lets run at once against the endpoint (rag_common/llm_admission.py); "
+        "match the server's parallel slots (the local llama.cpp server has 2). More only queues inside the "
+        "server, where the wait is unknown. Default 2.",
+    )
+    max_queue: int = Field(
+        default=16,
+        ge=0,
+        description="Calls that may wait for a slot; beyond it a call is refused at once (the caller falls back or "
+        "answers 503 with Retry-After). Default 16.",
+    )
+    expected_call_s: float = Field(
+        default=8.0,
+        gt=0,
+        description="Prior mean duration of one call, seconds, until calls have been measured; it sets the first "
+        "expected waits. Too low admits calls that will time out, too high refuses calls that would have fit. "
+        "Default 8 (SmolLM2-135M on 2 CPU cores).",
+    )

@@ -16,8 +16,18 @@ from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.errors import RagError
-from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, ErrorBody
-from rag_common.service import create_service_app, status_for
+from rag_common.schemas import (
+    ChatRequest,
+    ChatResponse,
+    ConversationId,
+    ConversationOut,
+    DocumentDeleted,
+    DocumentId,
+    DocumentList,
+    IngestRequest,
+    IngestResponse,
+)
+from rag_common.service import create_service_app, error_responses, status_for
 from rag_gateway.chat_service import ChatService, StreamEvent
 from rag_gateway.document_service import DocumentService, Relayed
 from rag_gateway.openai_compat import ChatCompletionRequest, completion, completion_chunks, transcript
@@ -25,7 +35,33 @@ from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
 
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-_ERRORS = {code: {"model": ErrorBody} for code in (404, 422, 503, 504)}
+#: A chat turn can name a conversation that does not exist, and waits on four services.
+_CHAT_ERRORS = error_responses(404, 503, 504)
+#: What the retriever can answer on ingestion, relayed as it is.
+_INGEST_ERRORS = error_responses(413, 415, 422, 503, 504)
+#: The body of ``POST /v1/documents``: one route reads two encodings, so FastAPI cannot infer it.
+_INGEST_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/IngestRequest"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["files"],
+                    "properties": {
+                        "files": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"type": "string", "format": "binary"},
+                            "description": ".txt, .md, .html, .pdf, .json or .jsonl files; each accepted or rejected whole",
+                        }
+                    },
+                }
+            },
+        },
+    }
+}
 
 
 def _chat(request: Request) -> ChatService:
@@ -54,19 +90,22 @@ async def _start_stream(body: ChatRequest, request: Request) -> _StreamStart:
 def _server_sent_event(event: StreamEvent) -> ServerSentEvent:
     if isinstance(event.data, RagError):
         error = event.data
-        return ServerSentEvent(event="error", data={"error": error.message, "status": status_for(error), "stage": error.stage})
+        data = {"error": error.message, "status": status_for(error), "stage": error.stage}
+        if (retry_after_s := getattr(error, "retry_after_s", None)) is not None:
+            data["retry_after_s"] = retry_after_s
+        return ServerSentEvent(event="error", data=data)
     return ServerSentEvent(event=event.name, data=event.data)
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
-    app = create_service_app("gateway", lambda: open_runtime(settings))
+    app = create_service_app("gateway", lambda: open_runtime(settings), extra_schemas=(IngestRequest,))
 
-    @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"])
+    @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"], responses=_CHAT_ERRORS)
     async def chat(body: ChatRequest, request: Request) -> ChatResponse:
         return await _chat(request).chat(body)
 
-    @app.post("/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_ERRORS)
+    @app.post("/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_CHAT_ERRORS)
     async def chat_stream(
         start: Annotated[_StreamStart, Depends(_start_stream)], request: Request
     ) -> AsyncIterable[ServerSentEvent]:
@@ -77,7 +116,17 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             yield _server_sent_event(event)
 
     @app.post(
-        "/v1/chat/completions", response_model=None, tags=["openai"], responses={c: _ERRORS[c] for c in (422, 503, 504)}
+        "/v1/chat/completions",
+        response_model=None,
+        tags=["openai"],
+        responses={
+            200: {
+                "description": "A `chat.completion` object, or with `stream: true` `chat.completion.chunk` "
+                "objects as data-only Server-Sent Events ending with `data: [DONE]`",
+                "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **error_responses(503, 504),
+        },
     )
     async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
         """OpenAI-compatible chat completion (stateless; ``stream: true`` for chunks)."""
@@ -97,17 +146,30 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             "data": [{"id": settings.openai_model, "object": "model", "created": 0, "owned_by": "rag-gateway"}],
         }
 
-    @app.get("/v1/conversations/{conversation_id}", response_model=ConversationOut, tags=["chat"])
-    async def get_conversation(conversation_id: str, request: Request) -> ConversationOut:
+    @app.get(
+        "/v1/conversations/{conversation_id}",
+        response_model=ConversationOut,
+        tags=["chat"],
+        responses=error_responses(404, 503),
+    )
+    async def get_conversation(conversation_id: ConversationId, request: Request) -> ConversationOut:
         return await _chat(request).conversation(conversation_id)
 
-    @app.delete("/v1/conversations/{conversation_id}", status_code=204, tags=["chat"])
-    async def delete_conversation(conversation_id: str, request: Request) -> Response:
+    @app.delete(
+        "/v1/conversations/{conversation_id}", status_code=204, tags=["chat"], responses=error_responses(404, 503)
+    )
+    async def delete_conversation(conversation_id: ConversationId, request: Request) -> Response:
         await _chat(request).delete_conversation(conversation_id)
         return Response(status_code=204)
 
-    @app.post("/v1/documents", tags=["documents"])
-    async def ingest(request: Request) -> Response:
+    @app.post(
+        "/v1/documents",
+        response_model=None,
+        tags=["documents"],
+        responses={200: {"model": IngestResponse}, **_INGEST_ERRORS},
+        openapi_extra=_INGEST_BODY,
+    )
+    async def ingest_documents(request: Request) -> Response:
         """JSON ``{"documents": [...]}`` or ``multipart/form-data`` with one or more ``files``."""
         documents = _documents(request)
         # Before the body is read: an oversized upload is refused without receiving it.
@@ -115,12 +177,22 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         content_type = request.headers.get("content-type", "")
         return _relayed(await documents.ingest(await request.body(), content_type))
 
-    @app.get("/v1/documents", tags=["documents"])
+    @app.get(
+        "/v1/documents",
+        response_model=None,
+        tags=["documents"],
+        responses={200: {"model": DocumentList}, **error_responses(503, 504)},
+    )
     async def list_documents(request: Request) -> Response:
         return _relayed(await _documents(request).list())
 
-    @app.delete("/v1/documents/{doc_id:path}", tags=["documents"])
-    async def delete_document(doc_id: str, request: Request) -> Response:
+    @app.delete(
+        "/v1/documents/{doc_id:path}",
+        response_model=None,
+        tags=["documents"],
+        responses={200: {"model": DocumentDeleted}, **error_responses(404, 503, 504)},
+    )
+    async def delete_document(doc_id: DocumentId, request: Request) -> Response:
         return _relayed(await _documents(request).delete(doc_id))
 
     return app

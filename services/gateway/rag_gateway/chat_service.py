@@ -8,6 +8,7 @@ variants: the conversation so far comes with the request and nothing is stored.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -113,7 +114,8 @@ class ChatService:
 
     async def _stream(self, state_in: dict[str, Any], started: float) -> AsyncIterator[StreamEvent]:
         """Run the graph streamed: ``meta`` once refine is done, ``token`` per answer delta, then
-        ``final`` (after the turn is saved) or ``error`` (and nothing saved)."""
+        always one of ``final`` (after the turn is saved) or ``error`` (nothing saved, unless the
+        failure came after the save). Only a client that hung up gets neither."""
         state: dict[str, Any] = {}
         try:
             async with aclosing(
@@ -134,14 +136,24 @@ class ChatService:
                                 "intent": refined.intent,
                             },
                         )
+            # Built inside the try: a failure here, after the headers went out, is an error event too.
+            final = _response(state, started)
         except RagError as exc:
             yield StreamEvent("error", exc)
+            return
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the client hung up (or the server is stopping): there is nobody to tell
+            # Cancelled from inside (a graph task), with the client still listening: say so.
+            logger.exception("chat stream cancelled from inside")
+            yield StreamEvent("error", RagError("internal error: the answer was cancelled"))
             return
         except Exception as exc:  # noqa: BLE001 - the stream has started: report, never hang up silently
             logger.exception("chat stream failed")
             yield StreamEvent("error", RagError(f"internal error: {type(exc).__name__}"))
             return
-        yield StreamEvent("final", _response(state, started))
+        yield StreamEvent("final", final)
 
     async def conversation(self, conversation_id: str) -> ConversationOut:
         turns = await self._store.turns(conversation_id)

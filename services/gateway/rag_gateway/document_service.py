@@ -8,8 +8,11 @@ being unavailable, never the caller's fault.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import quote
 
-from rag_common.errors import InvalidInput, PayloadTooLarge, UnsupportedMediaType
+from pydantic import ValidationError
+
+from rag_common.errors import InvalidInput, InvalidQuery, PayloadTooLarge, UnsupportedMediaType
 from rag_common.http import ServiceClient
 from rag_common.schemas import IngestRequest
 
@@ -40,7 +43,9 @@ class DocumentService:
         if content_type.startswith("application/json"):
             try:
                 payload = IngestRequest.model_validate_json(body)
-            except ValueError as exc:
+            except ValidationError as exc:
+                if any(error["type"] == "json_invalid" for error in exc.errors()):
+                    raise InvalidQuery("the body is not valid JSON") from exc
                 raise InvalidInput(f"invalid documents payload: {exc}") from exc
             return await self._relay("POST", "/v1/documents", json=payload.model_dump(mode="json"))
         if content_type.startswith("multipart/form-data"):
@@ -51,10 +56,17 @@ class DocumentService:
         return await self._relay("GET", "/v1/documents")
 
     async def delete(self, doc_id: str) -> Relayed:
-        return await self._relay("DELETE", f"/v1/documents/{doc_id}")
+        return await self._relay("DELETE", f"/v1/documents/{path_segment(doc_id)}")
 
     async def _relay(self, method: str, path: str, **kwargs: object) -> Relayed:
         upstream = await self._retriever.raw(method, path, **kwargs)
         if upstream.status_code >= 500:
             raise self._retriever.status_failure(upstream)
         return Relayed(upstream.status_code, upstream.content, upstream.headers.get("content-type", "application/json"))
+
+
+def path_segment(value: str) -> str:
+    """``value`` percent-encoded as one URL path segment: ``/``, ``#``, ``?`` and ``%`` cannot end the
+    segment, start a query or a fragment, or climb to another route. Ids are validated before this
+    (``rag_common.schemas.DocumentId``: no control characters, not ``.`` or ``..``)."""
+    return quote(value, safe="")

@@ -46,8 +46,15 @@ async def generation_events(client: ServiceClient, request: GenerateRequest) -> 
         elif sse.event == "error":
             body = _json(sse.data, "error")
             status = body.get("status")
-            kind = "timeout" if status == 504 else "unavailable"
-            raise DependencyFailed(STAGE, kind, str(body.get("error", "generation failed")), status)
+            retry_after_s = body.get("retry_after_s")
+            if status == 504:
+                kind = "timeout"
+            elif status == 503 and isinstance(retry_after_s, int | float):
+                kind = "overloaded"  # busy, and said when it expects room: the client is told the same
+            else:
+                kind, retry_after_s = "unavailable", None
+            message = str(body.get("error", "generation failed"))
+            raise DependencyFailed(STAGE, kind, message, status, retry_after_s=retry_after_s)
         # Other event names (and keep-alive comments, which never reach here) are ignored.
     raise DependencyFailed(STAGE, "bad_response", "the stream ended without a final event")
 

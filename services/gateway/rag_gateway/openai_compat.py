@@ -22,13 +22,13 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi.sse import format_sse_event
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from rag_common.errors import RagError
-from rag_common.schemas import MAX_MESSAGE_CHARS, MAX_TOP_K, ChatResponse, Citation, Turn
+from rag_common.schemas import MAX_MESSAGE_CHARS, MAX_TOP_K, NOT_BLANK, JsonInt, ChatResponse, Citation, Turn
 from rag_common.service import status_for
 from rag_gateway.chat_service import StreamEvent
 
@@ -38,16 +38,30 @@ REVISED_SEPARATOR = "\n\n---\nVerified answer:\n"
 
 
 class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """A text part of a message (images and audio are not read: the answer comes from the documents)."""
 
-    type: str
-    text: str | None = None
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    type: Literal["text"]
+    text: str
 
 
-class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("a user message is blank")
+    return text
 
-    role: Literal["system", "developer", "user", "assistant"]
+
+#: What a user message says: a non-blank string, or text parts (at least one).
+QuestionContent = (
+    Annotated[str, AfterValidator(_not_blank), Field(min_length=1, json_schema_extra=NOT_BLANK)]
+    | Annotated[list[ContentPart], Field(min_length=1)]
+)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
     content: str | list[ContentPart] | None = None
 
     @property
@@ -56,25 +70,42 @@ class ChatMessage(BaseModel):
             return ""
         if isinstance(self.content, str):
             return self.content
-        return "".join(part.text or "" for part in self.content if part.type == "text")
+        return "".join(part.text for part in self.content)
 
-    @model_validator(mode="after")
-    def text_parts_only(self) -> ChatMessage:
-        if isinstance(self.content, list) and any(part.type != "text" for part in self.content):
-            raise ValueError("only text content parts are supported")
-        return self
+
+class UserMessage(_Message):
+    role: Literal["user"]
+    content: QuestionContent
+
+
+class InstructionMessage(_Message):
+    """Accepted for compatibility and ignored (see the module docstring)."""
+
+    role: Literal["system", "developer"]
+    content: str | list[ContentPart]
+
+
+class AssistantMessage(_Message):
+    role: Literal["assistant"]
+    content: str | list[ContentPart] | None = None
+
+
+ChatMessage = Annotated[UserMessage | InstructionMessage | AssistantMessage, Field(discriminator="role")]
 
 
 class ChatCompletionRequest(BaseModel):
-    """The fields the gateway uses; any other OpenAI parameter (temperature, max_tokens...) is ignored."""
+    """The fields the gateway uses; any other OpenAI parameter (temperature, max_tokens...) is ignored.
 
-    model_config = ConfigDict(extra="ignore")
+    Two rules JSON Schema cannot state are checked after it (422): the last message is the user's
+    question, and its text is not blank and at most 8000 characters."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
 
     model: str = Field(min_length=1, max_length=256)
     messages: list[ChatMessage] = Field(min_length=1, max_length=1000)
     stream: bool = False
     #: Extensions: passages given to the generator, and HyDE (None = the gateway defaults).
-    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
+    top_k: JsonInt | None = Field(default=None, ge=1, le=MAX_TOP_K)
     hyde: bool | None = None
 
     @model_validator(mode="after")

@@ -113,7 +113,8 @@ class AnswerGenerator:
         except DependencyFailed as exc:
             if self.mode == "generative":
                 raise
-            return self._extracted(scored, f"generator: extractive answer, the LLM failed ({exc.message})")
+            why = "is busy" if exc.kind == "overloaded" else "failed"
+            return self._extracted(scored, f"generator: extractive answer, the LLM {why} ({exc.message})")
         if draft.reply is None:
             reason = f"generator: extractive answer, the LLM's reply was invalid ({draft.invalid_reason})"
             if self.mode == "generative":

@@ -11,7 +11,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.errors import RagError
 from rag_common.schemas import GenerateRequest, GenerateResponse
-from rag_common.service import create_service_app, status_for
+from rag_common.service import create_service_app, error_responses, status_for
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator
 from rag_generator.runtime import open_runtime
@@ -28,14 +28,21 @@ def _generator(request: Request) -> AnswerGenerator:
 def create_app(settings: GeneratorSettings | None = None, llm_settings: LLMSettings | None = None) -> FastAPI:
     app = create_service_app("generator", lambda: open_runtime(settings, llm_settings))
 
-    @app.post("/v1/generate", response_model=GenerateResponse, tags=["generate"])
+    # 503: the LLM is down, or busy beyond the request's budget (with Retry-After); 504: it timed out.
+    @app.post("/v1/generate", response_model=GenerateResponse, tags=["generate"], responses=error_responses(503, 504))
     async def generate(body: GenerateRequest, request: Request) -> GenerateResponse:
         return await _generator(request).generate(body)
 
-    @app.post("/v1/generate/stream", response_class=EventSourceResponse, tags=["generate"])
+    @app.post(
+        "/v1/generate/stream",
+        response_class=EventSourceResponse,
+        tags=["generate"],
+        responses=error_responses(503, 504),
+    )
     async def generate_stream(body: GenerateRequest, request: Request) -> AsyncIterator[ServerSentEvent]:
         """``token`` events ``{"text": ...}``, then one ``final`` event (a ``GenerateResponse``), or one
-        ``error`` event ``{"error": ..., "status": 503|504}``."""
+        ``error`` event ``{"error": ..., "status": 503|504, "retry_after_s": ...}`` (``retry_after_s``
+        when the LLM is busy and said when it expects room)."""
         try:
             async for event in _generator(request).stream(body):
                 yield to_server_sent_event(event)
@@ -56,4 +63,7 @@ def to_server_sent_event(event: StreamEvent) -> ServerSentEvent:
 
 def _error_event(event: ErrorEvent) -> ServerSentEvent:
     error: RagError = event.error
-    return ServerSentEvent(event="error", data={"error": error.message, "status": status_for(error)})
+    data: dict[str, object] = {"error": error.message, "status": status_for(error)}
+    if (retry_after_s := getattr(error, "retry_after_s", None)) is not None:
+        data["retry_after_s"] = retry_after_s
+    return ServerSentEvent(event="error", data=data)

@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from rag_common.errors import DependencyFailed
+from rag_common.llm_admission import LLMAdmission, LLMBusy
 from rag_common.schemas import HistoryTurn
 from rag_generator.claim_prompt import build_claim_messages
 from rag_generator.claim_reply import ClaimReply, InvalidModelOutput, ReplyLimits
@@ -66,8 +67,10 @@ class ClaimWriter:
         claim_max_chars: int,
         llm_timeout_s: float,
         structured_method: StructuredMethod = "json_schema",
+        admission: LLMAdmission | None = None,
     ) -> None:
         self._chat_model = chat_model
+        self._admission = admission
         self._max_claims = max_claims
         self._claim_max_chars = claim_max_chars
         self.llm_timeout_s = llm_timeout_s
@@ -107,6 +110,8 @@ class ClaimWriter:
     ) -> Draft:
         try:
             reply = await self._invoke(schema, build_repair_messages(messages, invalid_text, error), deadline)
+        except LLMBusy as exc:
+            return Draft(None, f"repair call refused: {exc.message}", repaired=True)
         except (TimeoutError, openai.OpenAIError) as exc:
             return Draft(None, f"repair call failed: {type(exc).__name__}", repaired=True)
         if reply.truncated:
@@ -117,6 +122,14 @@ class ClaimWriter:
             return Draft(None, f"invalid output after repair: {exc}"[:300], repaired=True)
 
     async def _invoke(self, schema: dict[str, Any], messages: list[BaseMessage], deadline: float) -> _Reply:
+        """One model call (two if the endpoint refuses json_schema) in one admitted slot; raises LLMBusy
+        at once when the admission control expects no slot before the deadline."""
+        if self._admission is None:
+            return await self._invoke_admitted(schema, messages, deadline)
+        async with self._admission.slot(deadline - asyncio.get_running_loop().time()):
+            return await self._invoke_admitted(schema, messages, deadline)
+
+    async def _invoke_admitted(self, schema: dict[str, Any], messages: list[BaseMessage], deadline: float) -> _Reply:
         method = self.structured_method
         try:
             async with asyncio.timeout_at(deadline):

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from langchain_openai import ChatOpenAI
 
 from rag_common.embedders import Embedder
-from rag_common.llm import build_chat_model, llm_readiness
+from rag_common.llm import build_chat_model, llm_admission, llm_readiness
+from rag_common.llm_admission import LLMAdmission
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator
 from rag_generator.answerability import DEFAULT_GATE_PATH, AnswerabilityGate
@@ -32,6 +33,8 @@ class GeneratorRuntime:
     embedder: Embedder
     gate: AnswerabilityGate | None
     llm_settings: LLMSettings
+    #: The queue in front of the LLM (rag_common/llm_admission.py); None in extractive mode (no LLM).
+    admission: LLMAdmission | None = None
 
     async def readiness(self) -> dict[str, str]:
         checks = {"embedder": "ok"}
@@ -63,7 +66,11 @@ def build_embedder(settings: GeneratorSettings) -> Embedder:
 
 
 def build_answer_generator(
-    settings: GeneratorSettings, llm_settings: LLMSettings, embedder: Embedder, gate: AnswerabilityGate | None
+    settings: GeneratorSettings,
+    llm_settings: LLMSettings,
+    embedder: Embedder,
+    gate: AnswerabilityGate | None,
+    admission: LLMAdmission | None = None,
 ) -> AnswerGenerator:
     writer = None
     if settings.mode != "extractive":
@@ -72,6 +79,7 @@ def build_answer_generator(
             max_claims=settings.max_claims,
             claim_max_chars=settings.claim_max_chars,
             llm_timeout_s=settings.llm_timeout_s,
+            admission=admission,
         )
     return AnswerGenerator(
         mode=settings.mode,
@@ -102,4 +110,6 @@ async def open_runtime(
     model = embedder or build_embedder(settings)
     await asyncio.to_thread(model.warm_up)
     gate = load_gate(settings)
-    yield GeneratorRuntime(build_answer_generator(settings, llm_settings, model, gate), model, gate, llm_settings)
+    admission = llm_admission("generator", llm_settings) if settings.mode != "extractive" else None
+    generator = build_answer_generator(settings, llm_settings, model, gate, admission)
+    yield GeneratorRuntime(generator, model, gate, llm_settings, admission)

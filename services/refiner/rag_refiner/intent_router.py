@@ -23,6 +23,7 @@ from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
+from rag_common.llm_admission import LLMAdmission
 from rag_common.schemas import Intent
 from rag_refiner.intent_classifier import IntentClassifier, IntentScores, shipped_intent_classifier
 from rag_refiner.intent_llm import LLMIntentClassifier
@@ -60,6 +61,7 @@ class IntentRouter:
         confidence_threshold: float = DEFAULT_CONFIDENCE_THRESHOLD,
         llm_min_confidence: float = DEFAULT_LLM_MIN_CONFIDENCE,
         llm_timeout_s: float = 20.0,
+        admission: LLMAdmission | None = None,
     ):
         """``chat_model=None`` disables stage 3: an unsure message then goes to ``rag``."""
         self._classifier = classifier or shipped_intent_classifier()
@@ -67,6 +69,7 @@ class IntentRouter:
         self._threshold = confidence_threshold
         self._llm_min_confidence = llm_min_confidence
         self._llm_timeout_s = llm_timeout_s
+        self._admission = admission
 
     def classify_cheap(self, message: str) -> IntentDecision | IntentScores:
         """Stages 1 and 2 only: a decision, or (when unsure) the classifier's scores for stage 3 to settle."""
@@ -99,7 +102,7 @@ class IntentRouter:
                 "rag", "embedding", scores.probabilities["rag"], f"{leaning}, below {self._llm_min_confidence:g}: kept rag"
             )
         try:
-            answer = await bounded_llm_call("intent", self._llm.classify(message), self._llm_timeout_s)
+            answer = await bounded_llm_call("intent", self._llm.classify(message), self._llm_timeout_s, self._admission)
         except UnusableOutput as exc:
             return IntentDecision("rag", "fallback", scores.probabilities["rag"], f"{leaning}; {exc}; kept rag")
         except LLMUnavailable as exc:

@@ -9,11 +9,14 @@ calls in the same request are pointless.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
 from openai import LengthFinishReasonError
+
+from rag_common.llm_admission import LLMAdmission, LLMBusy
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +31,26 @@ class LLMUnavailable(Exception):
     """The model did not answer: transport error, HTTP error, or timeout. ``str(exc)`` says which."""
 
 
-async def bounded_llm_call(step: str, call: Awaitable[T], timeout_s: float) -> T:
-    """Await ``call`` for at most ``timeout_s``; any failure but ``UnusableOutput`` becomes ``LLMUnavailable``."""
+class LLMRefused(LLMUnavailable):
+    """The admission control refused the call at once: the model is too busy to answer in time."""
+
+
+async def bounded_llm_call(
+    step: str, call: Awaitable[T], timeout_s: float, admission: LLMAdmission | None = None
+) -> T:
+    """Await ``call`` for at most ``timeout_s`` (waiting for a slot included); any failure but
+    ``UnusableOutput`` becomes ``LLMUnavailable`` (``LLMRefused`` when no slot could be expected in time)."""
     try:
         async with asyncio.timeout(timeout_s):
-            return await call
+            if admission is None:
+                return await call
+            async with admission.slot(timeout_s):
+                return await call
+    except LLMBusy as exc:
+        if inspect.iscoroutine(call):
+            call.close()  # never started: close it rather than leave it un-awaited
+        logger.info("%s: llm refused by admission control (%s)", step, exc.reason)
+        raise LLMRefused(exc.message) from exc
     except UnusableOutput:
         raise
     except LengthFinishReasonError as exc:

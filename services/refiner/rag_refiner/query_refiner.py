@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
+from rag_common.llm_admission import LLMAdmission
 from rag_common.schemas import HistoryTurn, RefineRequest, RefineResponse
 from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS, HydeWriter
 from rag_refiner.intent_router import IntentDecision, IntentRouter
-from rag_refiner.llm_call import LLMUnavailable, UnusableOutput, bounded_llm_call
+from rag_refiner.llm_call import LLMRefused, LLMUnavailable, UnusableOutput, bounded_llm_call
 from rag_refiner.rewrite_guard import check_rewrite
 from rag_refiner.standalone_rewriter import StandaloneQuestionRewriter
 
@@ -48,12 +49,14 @@ class QueryRefiner:
         llm_timeout_s: float = 20.0,
         intent_router: IntentRouter | None = None,
         hyde_max_tokens: int = DEFAULT_HYDE_MAX_TOKENS,
+        admission: LLMAdmission | None = None,
     ):
         self._rewriter = StandaloneQuestionRewriter(chat_model)
         self._router = intent_router or IntentRouter(chat_model, llm_timeout_s=llm_timeout_s)
         self._hyde = HydeWriter(chat_model, max_tokens=hyde_max_tokens)
         self._max_query_chars = max_query_chars
         self._llm_timeout_s = llm_timeout_s
+        self._admission = admission
 
     async def refine(self, request: RefineRequest) -> RefineResponse:
         message = request.message
@@ -92,9 +95,15 @@ class QueryRefiner:
     async def _rewrite(self, message: str, history: list[HistoryTurn]) -> _Rewrite:
         # The history arrives cut by the gateway (rag_common.history); the model sees it as received.
         try:
-            rewrite = await bounded_llm_call("rewrite", self._rewriter.rewrite(message, history), self._llm_timeout_s)
+            rewrite = await bounded_llm_call(
+                "rewrite", self._rewriter.rewrite(message, history), self._llm_timeout_s, self._admission
+            )
         except UnusableOutput as exc:
             return self._append_context(message, history, f"model output unusable: {exc}")
+        except LLMRefused as exc:
+            # Refused at once, so there is time for the deterministic rewrite (which retrieval-wise
+            # matched the model's in the refiner benchmark) rather than the bare message.
+            return replace(self._append_context(message, history, str(exc)), llm_failure=str(exc))
         except LLMUnavailable as exc:
             return _Rewrite(message, False, "fallback", str(exc), llm_failure=str(exc))
 
@@ -110,7 +119,7 @@ class QueryRefiner:
         if llm_failure:
             return None, f"skipped, {llm_failure} earlier in this request"
         try:
-            passage = await bounded_llm_call("hyde", self._hyde.write(query), self._llm_timeout_s)
+            passage = await bounded_llm_call("hyde", self._hyde.write(query), self._llm_timeout_s, self._admission)
         except (UnusableOutput, LLMUnavailable) as exc:
             return None, str(exc)
         return HydeWriter.search_text(query, passage), ""

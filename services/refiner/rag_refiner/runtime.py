@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 
-from rag_common.llm import build_chat_model, llm_readiness
+from rag_common.llm import build_chat_model, llm_admission, llm_readiness
+from rag_common.llm_admission import LLMAdmission
 from rag_common.settings import LLMSettings
 from rag_refiner.intent_router import IntentRouter
 from rag_refiner.query_refiner import QueryRefiner
@@ -29,13 +30,17 @@ class RefinerRuntime:
         return {"llm": await llm_readiness(self.llm_settings)}
 
 
-def build_query_refiner(settings: RefinerSettings, chat_model: BaseChatModel) -> QueryRefiner:
-    """Fits the intent classifier on the shipped examples (well under a second)."""
+def build_query_refiner(
+    settings: RefinerSettings, chat_model: BaseChatModel, admission: LLMAdmission | None = None
+) -> QueryRefiner:
+    """Fits the intent classifier on the shipped examples (well under a second). ``admission`` is the
+    one queue every model call of the process waits in (rag_common/llm_admission.py)."""
     router = IntentRouter(
         chat_model if settings.intent_llm else None,
         confidence_threshold=settings.intent_confidence_threshold,
         llm_min_confidence=settings.intent_llm_min_confidence,
         llm_timeout_s=settings.llm_timeout_s,
+        admission=admission,
     )
     return QueryRefiner(
         chat_model,
@@ -43,6 +48,7 @@ def build_query_refiner(settings: RefinerSettings, chat_model: BaseChatModel) ->
         llm_timeout_s=settings.llm_timeout_s,
         intent_router=router,
         hyde_max_tokens=settings.hyde_max_tokens,
+        admission=admission,
     )
 
 
@@ -54,4 +60,5 @@ async def open_runtime(
     settings = settings or RefinerSettings()
     llm_settings = llm_settings or LLMSettings()
     chat_model = build_chat_model(llm_settings, max_tokens=REWRITE_MAX_TOKENS)
-    yield RefinerRuntime(build_query_refiner(settings, chat_model), llm_settings)
+    admission = llm_admission("refiner", llm_settings)
+    yield RefinerRuntime(build_query_refiner(settings, chat_model, admission), llm_settings)

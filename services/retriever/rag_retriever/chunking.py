@@ -6,7 +6,9 @@ on token boundaries (preferring word boundaries), so the model never truncates a
 Markdown keeps its heading structure: each chunk carries the path of headings above it and no chunk
 spans two sections. A chunk's text is a slice of the original, so lists and code keep their layout.
 
-Structured documents (Markdown, HTML, PDF; see ``SourceDocument.layout``) get two more rules:
+Plain text is read like Markdown (``SourceDocument.layout``), so a text gets the same chunks as a
+``.md`` or ``.txt`` upload and as JSON. Structured documents (Markdown, HTML, plain text, PDF) get two
+more rules:
 
 - PDF text is pages separated by ``\f``: a chunk never spans two pages and carries its ``page``.
 - A Markdown pipe table is never packed with prose and never cut inside a row. A table that fits the
@@ -129,6 +131,7 @@ class Chunker:
 
     def chunk_document(self, document: SourceDocument) -> list[ChunkRecord]:
         fingerprint = document.fingerprint()
+        digest = document.content_hash
         records: list[ChunkRecord] = []
         tables = 0
         for piece in _pieces(document):
@@ -154,6 +157,7 @@ class Chunker:
                         metadata=dict(document.metadata),
                         doc_fingerprint=fingerprint,
                         table_id=table_id,
+                        content_hash=digest,
                     )
                 )
         return records

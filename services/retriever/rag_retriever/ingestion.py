@@ -1,4 +1,9 @@
-"""Documents in, chunks and vectors out to the backend: every write to the index goes through here."""
+"""Documents in, chunks and vectors out to the backend: every write to the index goes through here.
+
+Whatever the route (a JSON document, an uploaded file's parser), a document's text is normalised
+(``records.normalise_text``) before it is chunked and hashed, so one content gets one set of chunks
+and one ``content_hash``. A content that other documents also hold is reported under ``duplicates``.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_common.embedders import Embedder
-from rag_common.schemas import DocumentIn, IngestFailure, IngestResponse
+from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse
 from rag_common.upload_formats import PLAIN_TEXT
-from rag_retriever.backends.base import ChunkWriteError, Indexer
+from rag_retriever.backends.base import ChunkWriteError, IngestTarget
 from rag_retriever.chunking import Chunker
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.records import ChunkRecord, SourceDocument
+from rag_retriever.records import ChunkRecord, SourceDocument, normalise_text
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +35,12 @@ class InvalidDocument(ValueError):
 
 
 def default_doc_id(source: str, text: str) -> str:
+    """The id of a JSON document sent without one. Of the text as sent (not normalised), so the ids
+    given before normalisation existed stay the same."""
     return hashlib.sha1((source + text).encode("utf-8")).hexdigest()[:16]
 
 
 def to_source_document(document: DocumentIn) -> SourceDocument:
-    if document.id is not None and not document.id.strip():
-        raise InvalidDocument("id is blank")
     metadata = dict(document.metadata)
     for key in KEYWORD_METADATA:
         if key in metadata and not isinstance(metadata[key], str):
@@ -44,7 +49,7 @@ def to_source_document(document: DocumentIn) -> SourceDocument:
     metadata.setdefault("content_type", PLAIN_TEXT.mime_type)
     return SourceDocument(
         doc_id=document.id if document.id is not None else default_doc_id(document.source, document.text),
-        text=document.text,
+        text=normalise_text(document.text),
         title=document.title,
         source=document.source,
         metadata=metadata,
@@ -61,7 +66,7 @@ class _Plan:
 class Ingestor:
     def __init__(
         self,
-        backend: Indexer,
+        backend: IngestTarget,
         embedder: Embedder,
         chunker: Chunker,
         lock: ReadWriteLock,
@@ -105,17 +110,40 @@ class Ingestor:
 
         written = {document.doc_id for document, _ in plan.changed} - rejected
         kept = written | set(plan.unchanged)
+        kept_documents = [document for document in accepted if document.doc_id in kept]
+        duplicates = await self._duplicates(kept_documents)
         logger.info(
-            "ingested %d documents (%d chunks), %d unchanged, %d failed",
-            len(written), len(chunks), len(plan.unchanged), len(failed),
+            "ingested %d documents (%d chunks), %d unchanged, %d failed, %d duplicate contents",
+            len(written), len(chunks), len(plan.unchanged), len(failed), len(duplicates),
         )
         return IngestResponse(
             documents=len(written),
             chunks=len(chunks),
             skipped=len(plan.unchanged),
             failed=failed,
-            doc_ids=[document.doc_id for document in accepted if document.doc_id in kept],
+            doc_ids=[document.doc_id for document in kept_documents],
+            duplicates=duplicates,
         )
+
+    async def _duplicates(self, documents: list[SourceDocument]) -> list[DuplicateContent]:
+        """The ``documents`` (written or unchanged) whose content other documents hold too.
+
+        Asked of the index after the write, so it already reflects this request: another document of
+        the request with the same content is found like an older one, a document whose content this
+        request changed no longer counts under its old hash, and a document is never its own duplicate.
+        Under the read lock: never in the middle of another request's replacement of a document.
+        """
+        if not documents:
+            return []
+        hashes = {document.doc_id: document.content_hash for document in documents}
+        async with self._lock.read():
+            holders = await self._backend.documents_with_content(set(hashes.values()))
+        duplicates = []
+        for doc_id, digest in hashes.items():
+            others = [other for other in holders.get(digest, []) if other != doc_id]
+            if others:
+                duplicates.append(DuplicateContent(doc_id=doc_id, content_hash=digest, duplicate_of=sorted(others)))
+        return duplicates
 
     async def delete(self, doc_id: str) -> int:
         async with self._lock.write():

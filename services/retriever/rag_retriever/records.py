@@ -4,18 +4,46 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from rag_common.schemas import Passage
-from rag_common.upload_formats import HTML, MARKDOWN, PDF
+from rag_common.upload_formats import HTML, MARKDOWN, PDF, PLAIN_TEXT
 
-#: Content types whose text the parsers wrote as Markdown: headings give ``section_path``.
-MARKDOWN_LAYOUT = frozenset({MARKDOWN.mime_type, HTML.mime_type})
+#: Content types read with Markdown structure (ATX headings give ``section_path``, pipe tables are kept
+#: whole): what the parsers write for Markdown and HTML, and plain text, which is also what a JSON
+#: document without ``content_type`` is. So one text gets the same chunks whether it came as a
+#: ``.md`` or ``.txt`` upload or as JSON (issue 12: the JSON copy of a Markdown file was chunked as
+#: one flat text, with its ``#`` lines inside the chunks).
+MARKDOWN_LAYOUT = frozenset({MARKDOWN.mime_type, HTML.mime_type, PLAIN_TEXT.mime_type})
 #: Content types whose text is pages separated by form feeds (``\f``): chunks carry their ``page``.
 PAGED_LAYOUT = frozenset({PDF.mime_type})
+#: Whitespace at either end of a text, form feeds (page breaks) excepted.
+_OUTER_SPACE = re.compile(r"\A[^\S\f]+|[^\S\f]+\Z")
+
+
+def normalise_text(text: str) -> str:
+    """A document's text as it is chunked and hashed, whatever the route it came by: a leading BOM
+    dropped, line ends as ``\n`` (CRLF and CR), Unicode NFC, no leading or trailing whitespace other
+    than form feeds (they are PDF page breaks: an empty first page must stay page 1).
+
+    So a file uploaded as saved on Windows (BOM, CRLF, final newline) and the same text sent as JSON
+    are one content. Apart from NFC, nothing inside a line changes (spaces, tabs, Markdown hard
+    breaks stay).
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _OUTER_SPACE.sub("", unicodedata.normalize("NFC", text))
+
+
+def content_hash(text: str) -> str:
+    """``sha256`` (hex) of the normalised text: equal for two documents with the same content."""
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
 
 
 @dataclass(slots=True)
@@ -27,7 +55,8 @@ class ChunkRecord:
     document-level fields (title, source, metadata) so a metadata-only change is not mistaken for
     an unchanged document. ``page`` is the 1-based PDF page the chunk comes from. ``table_id`` is set
     on chunks that hold a table (or, for a table too large for one chunk, a run of its rows under the
-    repeated header): every part of one table shares it.
+    repeated header): every part of one table shares it. ``content_hash`` is the document's
+    :func:`content_hash`, the same on all its chunks (None on chunks indexed before it existed).
     """
 
     chunk_id: str
@@ -41,6 +70,7 @@ class ChunkRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
     doc_fingerprint: str = ""
     table_id: str | None = None
+    content_hash: str | None = None
 
     @property
     def tenant(self) -> str | None:
@@ -65,6 +95,7 @@ class ChunkRecord:
             "metadata": self.metadata,
             "doc_fingerprint": self.doc_fingerprint,
             "table_id": self.table_id,
+            "content_hash": self.content_hash,
         }
 
     @classmethod
@@ -121,13 +152,21 @@ class SourceDocument:
         return self.content_type == "text/markdown"
 
     @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+    @property
     def layout(self) -> Literal["pages", "markdown", "plain"]:
-        """How the chunker reads the text: PDF pages, Markdown headings (Markdown, HTML) or plain."""
+        """How the chunker reads the text: PDF pages, Markdown headings (Markdown, HTML, plain text:
+        see ``MARKDOWN_LAYOUT``) or, for any other content type a document states, plain."""
         if self.content_type in PAGED_LAYOUT:
             return "pages"
         return "markdown" if self.content_type in MARKDOWN_LAYOUT else "plain"
 
     def fingerprint(self) -> str:
-        """Hash of the document-level fields; the text is covered by the chunk ids."""
-        fields = {"title": self.title, "source": self.source, "metadata": self.metadata}
+        """Hash of the document-level fields; the text is covered by the chunk ids. The content hash
+        is one of them, so chunks indexed before it existed are rewritten (with it) on re-ingest."""
+        fields = {
+            "title": self.title, "source": self.source, "metadata": self.metadata, "content_hash": self.content_hash,
+        }
         return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -7,21 +7,24 @@ it needs (the ingestor indexes, the search service searches, the API lists).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import numpy as np
 
-from rag_common.schemas import DocumentInfo
+from rag_common.schemas import SEARCH_FILTER_FIELDS, DocumentInfo
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
-#: Fields a search may filter on, each an exact match on the whole value.
-FILTER_FIELDS = ("doc_id", "source", "tenant", "content_type")
+#: Fields a search may filter on, each an exact match on the whole value (the wire schema's list).
+FILTER_FIELDS = SEARCH_FILTER_FIELDS
 
 #: ``{field: allowed values}``: a chunk matches when, for every field, its value is one of the
 #: allowed values (AND across fields, OR within a field).
 Filters = Mapping[str, Sequence[str]]
+
+#: Most document ids ``ContentLookup.documents_with_content`` lists per content hash.
+MAX_DOCUMENTS_PER_CONTENT = 1000
 
 #: How hybrid search turns a dense and a BM25 list into one: ``min_max`` and ``z_score`` normalise
 #: each list and take the weighted arithmetic mean, ``rrf`` sums ``1 / (rank_constant + rank)``.
@@ -85,6 +88,16 @@ class Indexer(Protocol):
         """The ``doc_fingerprint`` stored with ``doc_id``'s chunks, or None if unknown."""
 
 
+class ContentLookup(Protocol):
+    async def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
+        """For each of ``hashes`` that indexed chunks carry as ``content_hash``, the ids of the documents
+        holding it (sorted, at most ``MAX_DOCUMENTS_PER_CONTENT``); hashes no document holds are absent."""
+
+
+class IngestTarget(Indexer, ContentLookup, Protocol):
+    """What the ingestor needs: writes, and which documents already hold a content (duplicates)."""
+
+
 class Searcher(Protocol):
     """Every search takes ``with_vectors``: when true, each hit's ``ScoredChunk.vector`` is the chunk's
     stored vector (float32, as upserted), read in the same pass as the hit; when false it is None
@@ -121,6 +134,6 @@ class Catalog(Protocol):
         """Number of indexed chunks."""
 
 
-class SearchBackend(Indexer, Searcher, Catalog, Protocol):
+class SearchBackend(Indexer, ContentLookup, Searcher, Catalog, Protocol):
     async def close(self) -> None:
         """Flush and release files or connections; the backend is unusable afterwards."""

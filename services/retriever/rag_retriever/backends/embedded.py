@@ -11,6 +11,12 @@ nothing. Labels are never reused, which is what makes that reconciliation unambi
 
 ``with_vectors`` reads a hit's vector from the same stored tantivy document as its payload (the
 exact float32 bytes upserted), not from hnswlib, whose cosine space keeps a re-normalised copy.
+
+``meta.json`` holds the format version. Format 2 added the ``content_hash`` keyword field; tantivy
+cannot add a field to an existing index, so a format-1 directory is upgraded when opened: its chunks
+are copied into a new tantivy index (same labels, so the vector graph stays valid), which then takes
+the old one's place (see ``_upgrade_tantivy``). Those chunks have no content hash until their
+document is ingested again.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import threading
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -30,30 +37,49 @@ import tantivy
 from tantivy import Occur, Query
 
 from rag_common.schemas import DocumentInfo
-from rag_retriever.backends.base import FILTER_FIELDS, Filters, FusionSettings, IndexMismatchError
+from rag_retriever.backends.base import (
+    FILTER_FIELDS,
+    MAX_DOCUMENTS_PER_CONTENT,
+    Filters,
+    FusionSettings,
+    IndexMismatchError,
+)
 from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
 logger = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+#: 2: the ``content_hash`` keyword field. Older formats in ``_UPGRADABLE_FORMATS`` are upgraded on open.
+FORMAT_VERSION = 2
+_UPGRADABLE_FORMATS = frozenset({1})
 TANTIVY_DIR = "tantivy"
+#: Where the upgrade builds the new tantivy index, and where the old one waits until ``meta.json``
+#: says the new format (see ``_upgrade_tantivy``).
+_UPGRADE_DIR = "tantivy.upgrading"
+_PREVIOUS_DIR = "tantivy.previous"
 HNSW_FILE = "vectors.hnsw"
 META_FILE = "meta.json"
 
-_KEYWORD_FIELDS = ("chunk_id", "doc_id", "source", "tenant", "content_type")
+_KEYWORD_FIELDS = ("chunk_id", "doc_id", "source", "tenant", "content_type", "content_hash")
+#: Keyword fields that aggregations read (``list_documents``, ``documents_with_content``).
+_FAST_FIELDS = ("doc_id", "content_hash")
 _TEXT_FIELDS = ("text", "title")
 _INITIAL_CAPACITY = 1024
 _WRITER_HEAP_BYTES = 50_000_000
 # Tantivy's default cap on aggregation buckets; list_documents cannot list more documents than this.
 _MAX_LISTED_DOCUMENTS = 65_000
+#: Content hashes per aggregation in ``documents_with_content``.
+_LOOKUP_BATCH = 1000
 
 
-def _build_schema() -> tantivy.Schema:
+def _build_schema(format_version: int) -> tantivy.Schema:
+    """The tantivy schema of ``format_version`` (1 lacks ``content_hash``; the upgrade reads it)."""
     builder = tantivy.SchemaBuilder()
     for name in _KEYWORD_FIELDS:
+        if name == "content_hash" and format_version < 2:
+            continue
         # "raw" keeps the whole value as one term: filters and deletes are exact matches.
-        builder.add_text_field(name, fast=(name == "doc_id"), tokenizer_name="raw", index_option="basic")
+        builder.add_text_field(name, fast=(name in _FAST_FIELDS), tokenizer_name="raw", index_option="basic")
     for name in _TEXT_FIELDS:
         builder.add_text_field(name, tokenizer_name="en_stem")
     builder.add_unsigned_field("label", indexed=True, fast=True)
@@ -109,8 +135,11 @@ class EmbeddedIndex:
         self._model_id = model_id or meta.get("model_id", "")
         self._next_label = int(meta.get("next_label", 0))
 
-        self._schema = _build_schema()
+        self._schema = _build_schema(FORMAT_VERSION)
         tantivy_dir = self.index_dir / TANTIVY_DIR
+        self._finish_or_undo_upgrade(meta)
+        if meta.get("format", FORMAT_VERSION) != FORMAT_VERSION:
+            self._upgrade_tantivy(int(meta["format"]))
         tantivy_dir.mkdir(exist_ok=True)
         self._index = tantivy.Index(self._schema, path=str(tantivy_dir), reuse=True)
         try:
@@ -237,6 +266,26 @@ class EmbeddedIndex:
             if label in documents
         ]
 
+    def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
+        wanted = sorted(set(hashes))
+        searcher = self._searcher()
+        holders: dict[str, list[str]] = {}
+        if searcher.num_docs == 0:
+            return holders
+        # One bucket per hash, so a batch stays far below tantivy's cap on aggregation buckets.
+        for start in range(0, len(wanted), _LOOKUP_BATCH):
+            batch = wanted[start : start + _LOOKUP_BATCH]
+            aggregation = {
+                "hashes": {
+                    "terms": {"field": "content_hash", "size": len(batch)},
+                    "aggs": {"docs": {"terms": {"field": "doc_id", "size": MAX_DOCUMENTS_PER_CONTENT}}},
+                }
+            }
+            result = searcher.aggregate(Query.term_set_query(self._schema, "content_hash", batch), aggregation)
+            for bucket in result["hashes"]["buckets"]:
+                holders[bucket["key"]] = sorted(doc["key"] for doc in bucket["docs"]["buckets"])
+        return holders
+
     def list_documents(self) -> list[DocumentInfo]:
         searcher = self._searcher()
         if searcher.num_docs == 0:
@@ -251,7 +300,13 @@ class EmbeddedIndex:
                 continue
             record = self._record(searcher, hits[0][1])
             documents.append(
-                DocumentInfo(doc_id=record.doc_id, title=record.title, source=record.source, chunks=bucket["doc_count"])
+                DocumentInfo(
+                    doc_id=record.doc_id,
+                    title=record.title,
+                    source=record.source,
+                    chunks=bucket["doc_count"],
+                    content_hash=record.content_hash,
+                )
             )
         return sorted(documents, key=lambda info: info.doc_id)
 
@@ -290,6 +345,7 @@ class EmbeddedIndex:
             "source": chunk.source,
             "tenant": chunk.tenant,
             "content_type": chunk.content_type,
+            "content_hash": chunk.content_hash,
         }
         for field, value in keywords.items():
             if value is not None:
@@ -427,6 +483,60 @@ class EmbeddedIndex:
         _write_atomically(self.index_dir / HNSW_FILE, lambda tmp: self._hnsw.save_index(str(tmp)))
         self._write_meta()
 
+    # ------------------------------------------------------------------ format upgrade
+
+    def _finish_or_undo_upgrade(self, meta: dict[str, Any]) -> None:
+        """Clean up after an upgrade that a crash interrupted. The old index is kept (as
+        ``_PREVIOUS_DIR``) until ``meta.json`` names the new format: if the meta still says the old
+        format, the old index goes back in place (and is upgraded again); if it says the new one,
+        the swap was complete and the old copy is removed."""
+        tantivy_dir = self.index_dir / TANTIVY_DIR
+        previous = self.index_dir / _PREVIOUS_DIR
+        if previous.exists():
+            if meta.get("format", FORMAT_VERSION) == FORMAT_VERSION:
+                shutil.rmtree(previous)
+            else:
+                if tantivy_dir.exists():
+                    shutil.rmtree(tantivy_dir)
+                previous.rename(tantivy_dir)
+        shutil.rmtree(self.index_dir / _UPGRADE_DIR, ignore_errors=True)
+
+    def _upgrade_tantivy(self, old_format: int) -> None:
+        """Copy every chunk of the ``old_format`` tantivy index into a new one of ``FORMAT_VERSION``,
+        labels and stored vectors unchanged, then swap the directories and write ``meta.json``.
+
+        Crash-safe: the copy is built aside (``_UPGRADE_DIR``), the old index moved aside
+        (``_PREVIOUS_DIR``) and removed only once ``meta.json`` says the new format, so a restart
+        finds either the old index whole (and upgrades again) or the new one (see
+        ``_finish_or_undo_upgrade``).
+        """
+        tantivy_dir = self.index_dir / TANTIVY_DIR
+        staging = self.index_dir / _UPGRADE_DIR
+        previous = self.index_dir / _PREVIOUS_DIR
+        old = tantivy.Index(_build_schema(old_format), path=str(tantivy_dir), reuse=True)
+        searcher = old.searcher()
+        addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
+        labels = searcher.fast_field_values("label", addresses) if addresses else []
+        staging.mkdir()
+        new = tantivy.Index(self._schema, path=str(staging), reuse=False)
+        writer = new.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
+        for address, label in zip(addresses, labels, strict=True):
+            stored = searcher.doc(address)
+            record = ChunkRecord.from_payload(json.loads(stored.get_first("payload")))
+            vector = np.frombuffer(stored.get_first("vector"), dtype="<f4")
+            writer.add_document(self._to_document(record, vector, int(label)))
+        writer.commit()
+        writer.wait_merging_threads()
+        del writer, new, searcher, old
+        tantivy_dir.rename(previous)
+        staging.rename(tantivy_dir)
+        self._write_meta()
+        shutil.rmtree(previous)
+        logger.warning(
+            "upgraded the index at %s from format %d to %d (%d chunks); their documents get a content "
+            "hash when ingested again", self.index_dir, old_format, FORMAT_VERSION, len(addresses),
+        )
+
     # ------------------------------------------------------------------ metadata file
 
     def _read_meta(self) -> dict[str, Any]:
@@ -438,9 +548,10 @@ class EmbeddedIndex:
     def _check_meta(self, meta: dict[str, Any], model_id: str) -> None:
         if not meta:
             return
-        if meta.get("format") != FORMAT_VERSION:
+        if meta.get("format") != FORMAT_VERSION and meta.get("format") not in _UPGRADABLE_FORMATS:
             raise IndexMismatchError(
                 f"index at {self.index_dir} has format {meta.get('format')}, this code reads format {FORMAT_VERSION}"
+                f" and upgrades formats {', '.join(map(str, sorted(_UPGRADABLE_FORMATS)))}"
             )
         if meta.get("dim") != self.dim:
             raise IndexMismatchError(
@@ -493,6 +604,9 @@ class EmbeddedBackend:
 
     async def document_fingerprint(self, doc_id: str) -> str | None:
         return await asyncio.to_thread(self.index.document_fingerprint, doc_id)
+
+    async def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
+        return await asyncio.to_thread(self.index.documents_with_content, hashes)
 
     async def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False

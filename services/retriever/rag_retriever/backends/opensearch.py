@@ -9,7 +9,7 @@ so that a finished ingest is searchable, as with the embedded backend.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -166,6 +166,16 @@ class OpenSearchBackend:
         hits = response["hits"]["hits"]
         return hits[0]["_source"].get("doc_fingerprint") if hits else None
 
+    # ------------------------------------------------------------------ ContentLookup
+
+    async def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
+        wanted = sorted(set(hashes))
+        holders: dict[str, list[str]] = {}
+        for start in range(0, len(wanted), PAGE_SIZE):
+            body = dsl.documents_with_content_body(wanted[start : start + PAGE_SIZE])
+            holders.update(dsl.documents_with_content_from(await self._client.search(index=self.alias, body=body)))
+        return holders
+
     # ------------------------------------------------------------------ Searcher
 
     # with_vectors: the vectors come back in the hits' _source, in the same request (no second
@@ -227,6 +237,7 @@ class OpenSearchBackend:
                         title=first.get("title", ""),
                         source=first.get("source", ""),
                         chunks=bucket["doc_count"],
+                        content_hash=first.get("content_hash"),
                     )
                 )
             after_key = aggregation.get("after_key")
@@ -264,7 +275,15 @@ class OpenSearchBackend:
                     f"index {index} (alias {self.alias}) was built with model {meta['model_id']!r}, not "
                     f"{self.config.model_id!r}; vectors of different models are not comparable"
                 )
-            if meta.get("template_version") != dsl.TEMPLATE_VERSION:
+            upgrade = dsl.mapping_upgrade_body(mapping["mappings"])
+            if upgrade is not None:
+                await self._client.indices.put_mapping(index=index, body=upgrade)
+                logger.warning(
+                    "index %s upgraded in place from template version %s to %s (added %s); its chunks "
+                    "written before lack those fields until their documents are ingested again",
+                    index, meta.get("template_version"), dsl.TEMPLATE_VERSION, ", ".join(upgrade["properties"]),
+                )
+            elif meta.get("template_version") != dsl.TEMPLATE_VERSION:
                 logger.warning(
                     "index %s has template version %s, this code writes version %s: run reindex_into_new_version",
                     index, meta.get("template_version"), dsl.TEMPLATE_VERSION,

@@ -9,19 +9,33 @@ normalization needs 3.0).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
 
-from rag_retriever.backends.base import FILTER_FIELDS, ChunkWriteFailure, Filters, FusionSettings
+from rag_retriever.backends.base import (
+    FILTER_FIELDS,
+    MAX_DOCUMENTS_PER_CONTENT,
+    ChunkWriteFailure,
+    Filters,
+    FusionSettings,
+)
 from rag_retriever.fusion import candidates_per_list
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
-#: Bump when the mapping or index settings change; then run ``reindex_into_new_version``.
-TEMPLATE_VERSION = 1
+#: Bump when the mapping or index settings change; then run ``reindex_into_new_version``, unless the
+#: change only adds fields (``ADDED_FIELDS``): those an older index gets in place on startup.
+TEMPLATE_VERSION = 2
+#: Fields each template version added, when that was its only change: ``{version: {field: mapping}}``.
+#: Adding a field to a mapping is allowed (changing one is not), so an index of an older version is
+#: brought up to date with one ``PUT {index}/_mapping`` (``mapping_upgrade_body``) instead of refusing
+#: chunks that carry the new field under ``dynamic: strict``. Its older chunks simply lack the field.
+ADDED_FIELDS: dict[int, dict[str, dict[str, Any]]] = {
+    2: {"content_hash": {"type": "keyword"}},  # sha256 of the document's normalised text
+}
 VECTOR_FIELD = "embedding"
 #: Vectors are stored in ``_source`` (reindexing needs them) and sent back with hits only when a
 #: search asks for them (``with_vectors``): then the whole ``_source`` comes back.
@@ -111,6 +125,7 @@ def index_template_body(config: IndexConfig) -> dict[str, Any]:
                     "acl": keyword,
                     "table_id": keyword,
                     "doc_fingerprint": keyword,
+                    **{name: spec for added in ADDED_FIELDS.values() for name, spec in added.items()},
                     "page": {"type": "integer"},
                     "chunk_index": {"type": "integer"},
                     # Returned as stored, never searched: any shape a document's metadata has is fine.
@@ -121,6 +136,23 @@ def index_template_body(config: IndexConfig) -> dict[str, Any]:
             },
         },
     }
+
+
+def mapping_upgrade_body(mappings: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``PUT /{index}/_mapping`` bringing an index of an older template version (``mappings`` as
+    ``GET _mapping`` returns them) up to ``TEMPLATE_VERSION``: the fields the versions since added and
+    ``_meta`` with the new version (``_meta`` is replaced whole, so its other keys are kept). None if
+    the index is current, newer, or behind by a version that changed more than fields (reindex then).
+    """
+    meta = dict(mappings.get("_meta") or {})
+    version = meta.get("template_version")
+    if not isinstance(version, int) or version >= TEMPLATE_VERSION:
+        return None
+    missing = range(version + 1, TEMPLATE_VERSION + 1)
+    if any(step not in ADDED_FIELDS for step in missing):
+        return None
+    properties = {name: spec for step in missing for name, spec in ADDED_FIELDS[step].items()}
+    return {"_meta": {**meta, "template_version": TEMPLATE_VERSION}, "properties": properties}
 
 
 def create_index_body(alias: str | None) -> dict[str, Any]:
@@ -281,7 +313,7 @@ def fingerprint_body(doc_id: str) -> dict[str, Any]:
 
 def list_documents_body(page_size: int, after: str | None = None) -> dict[str, Any]:
     """One page of documents: a composite aggregation on doc_id (pages through all of them, unlike
-    ``terms``), with one chunk's title and source per document."""
+    ``terms``), with one chunk's title, source and content hash per document."""
     composite: dict[str, Any] = {"size": page_size, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]}
     if after is not None:
         composite["after"] = {"doc_id": after}
@@ -290,10 +322,35 @@ def list_documents_body(page_size: int, after: str | None = None) -> dict[str, A
         "aggs": {
             "docs": {
                 "composite": composite,
-                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source"]}}}},
+                "aggs": {
+                    "first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source", "content_hash"]}}}
+                },
             }
         },
     }
+
+
+def documents_with_content_body(hashes: Collection[str]) -> dict[str, Any]:
+    """Which documents hold each of ``hashes``: a ``terms`` query on ``content_hash`` and, per hash
+    (one bucket each: ``size`` = the number of hashes), a ``terms`` aggregation on ``doc_id``. No hits,
+    only the buckets. The caller sends at most ``PAGE_SIZE`` hashes per request."""
+    wanted = sorted(set(hashes))
+    return {
+        "size": 0,
+        "query": {"terms": {"content_hash": wanted}},
+        "aggs": {
+            "hashes": {
+                "terms": {"field": "content_hash", "size": len(wanted)},
+                "aggs": {"docs": {"terms": {"field": "doc_id", "size": MAX_DOCUMENTS_PER_CONTENT}}},
+            }
+        },
+    }
+
+
+def documents_with_content_from(response: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The answer to ``documents_with_content_body``: ``{hash: sorted doc ids}``, held hashes only."""
+    buckets = response.get("aggregations", {}).get("hashes", {}).get("buckets", [])
+    return {bucket["key"]: sorted(doc["key"] for doc in bucket["docs"]["buckets"]) for bucket in buckets}
 
 
 def _keywords(value: Any) -> str | list[str] | None:

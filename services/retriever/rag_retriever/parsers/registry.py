@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import PurePosixPath
 
-from rag_common.schemas import DocumentIn
+from rag_common.schemas import DocumentIn, check_document_id
 from rag_common.upload_formats import GENERIC_MIME_TYPES
 from rag_retriever.parsers.base import Parser, UploadRejected
 from rag_retriever.parsers.html import HtmlParser
@@ -54,6 +54,11 @@ class ParserRegistry:
         name = upload_name(filename)
         if not name:
             raise UploadRejected("the file has no name")
+        try:
+            # The name becomes the document id (Markdown, text, PDF, HTML): refused here with its reason.
+            check_document_id(name)
+        except ValueError as exc:
+            raise UploadRejected(f"the file name cannot be a document id: {exc}") from exc
         parser = self.find(name, content_type)
         if parser is None:
             suffix = PurePosixPath(name).suffix.lower()
