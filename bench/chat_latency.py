@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 from ragctl.cli import upload_files
-from ragctl.stack import SERVICES, free_port, start_stack
+from ragctl.stack import API_KEY_ENV, SERVICES, free_port, start_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,17 +54,18 @@ def main() -> None:
     ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        stack, _ = start_stack(ports, Path(tmp), persist_redis=False)
+        stack, env = start_stack(ports, Path(tmp), persist_redis=False)
+        auth = {"Authorization": f"Bearer {env[API_KEY_ENV]}"}
         startup_s = time.perf_counter() - t0
         try:
             gateway = f"http://127.0.0.1:{ports['gateway']}"
             t0 = time.perf_counter()
-            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")))
+            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")), api_key=env[API_KEY_ENV])
             ingest_s = time.perf_counter() - t0
             samples: dict[str, list[float]] = {}
             abstained = 0
             turns = 0
-            with httpx.Client(base_url=gateway, timeout=300) as client:
+            with httpx.Client(base_url=gateway, headers=auth, timeout=300) as client:
                 for _ in range(args.rounds):
                     for conversation in CONVERSATIONS:
                         cid = None

@@ -31,7 +31,7 @@ import httpx
 
 from rag_eval.stats import percentiles
 from ragctl.cli import upload_files
-from ragctl.stack import SERVICES, free_port, start_stack
+from ragctl.stack import API_KEY_ENV, SERVICES, free_port, start_stack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -138,16 +138,17 @@ def main() -> None:
     samples: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        stack, _ = start_stack(ports, Path(tmp), persist_redis=False)
+        stack, env = start_stack(ports, Path(tmp), persist_redis=False)
+        auth = {"Authorization": f"Bearer {env[API_KEY_ENV]}"}
         startup_s = time.perf_counter() - t0
         try:
             gateway = f"http://127.0.0.1:{ports['gateway']}"
             t0 = time.perf_counter()
-            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")))
+            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")), api_key=env[API_KEY_ENV])
             ingest_s = time.perf_counter() - t0
             print(f"stack up in {startup_s:.1f} s; ingested {summary['documents']} docs / {summary['chunks']} chunks "
                   f"in {ingest_s:.1f} s", flush=True)
-            with httpx.Client(base_url=gateway, timeout=args.timeout) as client:
+            with httpx.Client(base_url=gateway, headers=auth, timeout=args.timeout) as client:
                 ask_chat(client, "What is this project?", None)  # warm-up, not measured
                 ask_stream(client, "What is this project?", None)
                 for round_no in range(1, args.rounds + 1):

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from ragctl.ingest_client import MIB, IngestOptions, IngestSummary
 from ragctl.ingest_client import ingest as run_ingestion
-from ragctl.stack import DEFAULT_PORTS, StackError, start_stack
+from ragctl.stack import API_KEY_ENV, DEFAULT_PORTS, StackError, start_stack
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
@@ -24,12 +24,12 @@ console = Console()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def upload_files(gateway_url: str, paths: list[Path], timeout_s: float = 600.0) -> dict:
+def upload_files(gateway_url: str, paths: list[Path], timeout_s: float = 600.0, api_key: str | None = None) -> dict:
     """Upload ``paths`` (files or directories) in batches; the summed ``IngestResponse`` as a dict.
 
     Failed files, and batches the gateway refused, are in ``failed``; nothing is raised for them.
     """
-    return run_ingestion(paths, gateway_url, IngestOptions(timeout_s=timeout_s)).as_dict()
+    return run_ingestion(paths, gateway_url, IngestOptions(timeout_s=timeout_s, api_key=api_key)).as_dict()
 
 
 @app.command()
@@ -42,6 +42,9 @@ def ingest(
     max_file_mb: float = typer.Option(20.0, min=0.01, help="Larger files and downloads are reported failed, MiB"),
     timeout: float = typer.Option(600.0, min=1, help="Timeout of one upload request, seconds"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON instead of tables"),
+    api_key: str | None = typer.Option(
+        None, envvar="RAGCTL_API_KEY", help="API key with the ingest scope (`make run` writes one to var/api-key)"
+    ),
 ) -> None:
     """Upload files and web pages through the gateway; exit code 1 if any of them failed."""
     out = Console()  # per call, so the terminal width is read now
@@ -51,6 +54,7 @@ def ingest(
         concurrency=concurrency,
         timeout_s=timeout,
         max_file_bytes=int(max_file_mb * MIB),
+        api_key=api_key,
     )
     progress = Progress(
         TextColumn("uploading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -102,25 +106,28 @@ def up(
     console.print(f"[bold]starting the stack[/] (logs in {data_dir / 'logs'})")
     started = time.perf_counter()
     try:
-        stack, _ = start_stack(ports, data_dir)
+        stack, env = start_stack(ports, data_dir)
     except StackError as exc:
         console.print(f"[red]could not start the stack:[/] {exc}")
         raise typer.Exit(1) from exc
     gateway = f"http://127.0.0.1:{ports['gateway']}"
+    api_key, key_file = env[API_KEY_ENV], data_dir / "api-key"
     try:
         console.print(f"all services ready in {time.perf_counter() - started:.1f}s")
         if str(demo_corpus) and demo_corpus.is_dir():
             files = sorted(demo_corpus.glob("*.md"))
-            summary = upload_files(gateway, files)
+            summary = upload_files(gateway, files, api_key=api_key)
             console.print(
                 f"ingested demo corpus {demo_corpus}: {summary['documents']} documents, "
                 f"{summary['chunks']} chunks, {summary['skipped']} unchanged, {len(summary['failed'])} failed"
             )
         for name, port in ports.items():
             console.print(f"  {name:<10} {port}")
+        console.print(f"\nAPI key for this run (every scope; also in {key_file}):\n  {api_key}")
         console.print("\n[bold]try:[/]")
         console.print(
             f"curl -s {gateway}/v1/chat -H 'content-type: application/json' "
+            f"-H 'Authorization: Bearer {api_key}' "
             "-d '{\"message\": \"Where are conversations stored?\"}'",
             soft_wrap=True,
         )
@@ -180,6 +187,66 @@ def eval_command(
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc
     raise typer.Exit(0 if done else 1)
+
+
+keys_app = typer.Typer(no_args_is_help=True, help="API keys of the gateway (stored hashed in its Redis)")
+app.add_typer(keys_app, name="keys")
+_REDIS_OPTION = typer.Option("redis://127.0.0.1:6379/0", "--redis-url", envvar="GATEWAY_REDIS_URL", help="The gateway's Redis")
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: str = typer.Option(..., help="Tenant the key acts in"),
+    user: str = typer.Option(..., help="User the key acts as"),
+    group: list[str] = typer.Option([], "--group", help="A group of the user (repeat for several)"),
+    scope: list[str] = typer.Option(["chat"], "--scope", help="chat, ingest or admin (repeat for several)"),
+    ttl_days: float | None = typer.Option(None, "--ttl-days", min=0.001, help="Expires after this many days; default never"),
+    description: str = typer.Option("", help="What the key is for"),
+    redis_url: str = _REDIS_OPTION,
+) -> None:
+    """Create a key and print its token (shown only now: only its hash is stored)."""
+    from ragctl.keys import create_key
+
+    unknown = sorted(set(scope) - {"chat", "ingest", "admin"})
+    if unknown:
+        raise typer.BadParameter(f"unknown scope(s) {', '.join(unknown)}; use chat, ingest, admin", param_hint="--scope")
+    try:
+        created = create_key(
+            redis_url,
+            tenant=tenant,
+            user=user,
+            groups=group,
+            scopes=scope,  # type: ignore[arg-type]
+            ttl_s=ttl_days * 86400 if ttl_days is not None else None,
+            description=description,
+        )
+    except ValueError as exc:  # an identity the services would refuse (tenant or name characters)
+        raise typer.BadParameter(str(exc)) from exc
+    typer.echo(created.token)
+    typer.echo(f"key id {created.info.key_id}: {tenant}/{user}, scopes {', '.join(scope)}", err=True)
+
+
+@keys_app.command("list")
+def keys_list(redis_url: str = _REDIS_OPTION) -> None:
+    """Every key: id, tenant, user, groups, scopes, expiry (never the token)."""
+    from ragctl.keys import list_keys
+
+    table = Table("key id", "tenant", "user", "groups", "scopes", "expires", "description")
+    for info in list_keys(redis_url):
+        expires = time.strftime("%Y-%m-%d %H:%M", time.gmtime(info.expires_at)) if info.expires_at else "never"
+        table.add_row(info.key_id, info.tenant, info.user, ", ".join(info.groups), ", ".join(info.scopes), expires, info.description)
+    Console().print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: str = typer.Argument(..., help="The key id (`ragctl keys list`)"), redis_url: str = _REDIS_OPTION) -> None:
+    """Revoke a key at once; exit code 1 if there is no such key."""
+    from ragctl.keys import revoke_key
+
+    if not revoke_key(redis_url, key_id):
+        typer.echo(f"no key with id {key_id!r}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"revoked {key_id}")
 
 
 @app.command("calibrate")

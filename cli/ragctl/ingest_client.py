@@ -100,6 +100,12 @@ class IngestOptions:
     #: Larger files are reported failed without being sent (the retriever's default upload limit).
     max_file_bytes: int = 20 * MIB
     retries: int = 2
+    #: Sent as ``Authorization: Bearer`` to the gateway only (never to the pages being downloaded).
+    api_key: str | None = None
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def is_url(target: str) -> bool:
@@ -300,7 +306,10 @@ class Ingestion:
                 await asyncio.sleep(0.5 * 2 ** (attempt - 1))
             try:
                 response = await client.post(
-                    f"{self.gateway_url}/v1/documents", files=files, timeout=self.options.timeout_s
+                    f"{self.gateway_url}/v1/documents",
+                    files=files,
+                    timeout=self.options.timeout_s,
+                    headers=auth_headers(self.options.api_key),
                 )
             except httpx.HTTPError as exc:
                 reason = f"upload failed: {type(exc).__name__}: {exc}".rstrip(": ")

@@ -259,14 +259,25 @@ def start_services(
     return env
 
 
+#: Where ``start_stack`` puts the API key it created, in the environment dict it returns.
+API_KEY_ENV = "RAGCTL_API_KEY"
+
+
 def start_stack(ports: dict[str, int], data_dir: Path, *, persist_redis: bool = True) -> tuple[Stack, dict[str, str]]:
-    """Start everything in dependency order; on any failure stop what was started and raise."""
+    """Start everything in dependency order; on any failure stop what was started and raise.
+
+    Returns the stack and the services' environment, plus ``RAGCTL_API_KEY``: an API key with every
+    scope (authentication is on, as in production), the one in ``data_dir/api-key`` when Redis still
+    knows it, else a new one written there."""
+    from ragctl.keys import local_admin_key  # the gateway's key store: only when a stack starts
+
     stack = Stack()
     log_dir = data_dir / "logs"
     try:
         redis = stack.add(start_redis(ports["redis"], data_dir / "redis", log_dir, persist=persist_redis))
         llm = stack.add(start_llm_server(ports["llm"], log_dir))
         env = start_services(ports, data_dir, redis.url, llm.url, stack)
+        env[API_KEY_ENV] = local_admin_key(redis.url, data_dir / "api-key")
     except BaseException:
         stack.stop()
         raise

@@ -20,6 +20,9 @@ SLOW_MACHINE_TIMEOUTS = {
     "GATEWAY_RERANKER_TIMEOUT_S": "120",
     "GATEWAY_RETRIEVER_TIMEOUT_S": "60",
 }
+#: The shared e2e stack checks answers, streams and failures; who may call is checked with
+#: authentication on by tests/gateway/test_access.py, tests/fuzz (with a key) and the demo test.
+AUTH_OFF = {"GATEWAY_AUTH": "off"}
 
 
 @dataclass
@@ -46,7 +49,7 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str, llm_
     ports = {name: free_port() for name in SERVICES}
     stack = Stack()
     try:
-        env = start_services(ports, data_dir, redis_url, llm_base_url, stack, extra_env=SLOW_MACHINE_TIMEOUTS)
+        env = start_services(ports, data_dir, redis_url, llm_base_url, stack, extra_env={**SLOW_MACHINE_TIMEOUTS, **AUTH_OFF})
     except BaseException:
         stack.stop()
         raise

@@ -40,9 +40,10 @@ DOCUMENTS = [
 ZORBLAX_QUESTION = "Where is Zorblax Aerospace headquartered?"
 
 
-def ingest_documents(gateway: str) -> None:
+def ingest_documents(gateway: str, api_key: str | None = None) -> None:
     """Ingest DOCUMENTS through the gateway (idempotent: unchanged documents are skipped)."""
-    response = httpx.post(f"{gateway}/v1/documents", json={"documents": DOCUMENTS}, timeout=600)
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    response = httpx.post(f"{gateway}/v1/documents", json={"documents": DOCUMENTS}, timeout=600, headers=headers)
     assert response.status_code == 200, response.text
     body = response.json()
     assert not body["failed"], body

@@ -39,6 +39,10 @@ def test_the_openapi_document_tells_the_truth(fuzzed_stack: dict[str, str], serv
         str(SEED),
         "--request-timeout",
         "120",
+        # The gateway's credential (the internal services ignore it); its `ignored_auth` check also
+        # sends requests without it and expects them refused.
+        "--header",
+        f"Authorization: Bearer {fuzzed_stack['api_key']}",
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
     # The failures section first (it names each case and its curl), then the summary.

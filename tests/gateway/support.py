@@ -12,10 +12,11 @@ from rag_gateway.settings import GatewaySettings
 
 
 def gateway_settings(redis_url: str, url: str, **overrides: Any) -> GatewaySettings:
-    """Every downstream service at ``url`` (the fakes), small retrieval sizes."""
+    """Every downstream service at ``url`` (the fakes), small retrieval sizes, and authentication
+    off: these tests are about chat and documents; tests/gateway/test_access.py turns it on."""
     fields: dict[str, Any] = dict(
         redis_url=redis_url, refiner_url=url, retriever_url=url, reranker_url=url, generator_url=url,
-        retrieval_candidates=8, default_top_k=3,
+        retrieval_candidates=8, default_top_k=3, auth="off",
     )
     fields.update(overrides)
     return GatewaySettings(**fields)

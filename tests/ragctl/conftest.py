@@ -30,6 +30,7 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             reranker_url=nowhere,
             generator_url=nowhere,
             redis_url=f"redis://127.0.0.1:{free_port()}/0",  # never contacted by /v1/documents
+            auth="off",  # the upload client's own tests; the key header is checked in tests/gateway/test_access.py
         )
         with serve_in_thread(create_gateway(settings)) as url:
             yield url

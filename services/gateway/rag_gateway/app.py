@@ -11,11 +11,13 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response, Security
+from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.errors import RagError
+from rag_common.identity import Identity, Scope
 from rag_common.schemas import (
     ChatRequest,
     ChatResponse,
@@ -28,17 +30,24 @@ from rag_common.schemas import (
     IngestResponse,
 )
 from rag_common.service import create_service_app, error_responses, status_for
+from rag_gateway.authentication import require_scope
 from rag_gateway.chat_service import ChatService, StreamEvent
 from rag_gateway.document_service import DocumentService, Relayed
+from rag_gateway.rate_limits import RequestKind
 from rag_gateway.openai_compat import ChatCompletionRequest, completion, completion_chunks, transcript
 from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
 
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+#: In the OpenAPI document as the `HTTPBearer` scheme; the header is read by the Authenticator, which
+#: tells API keys from OIDC tokens and words the 401s.
+_BEARER = HTTPBearer(auto_error=False, description="An API key (`rag_…`, `ragctl keys create`) or an OIDC/JWT token")
+#: Every protected route can refuse the caller.
+_CALLER_ERRORS = error_responses(401, 403, 429)
 #: A chat turn can name a conversation that does not exist, and waits on four services.
-_CHAT_ERRORS = error_responses(404, 503, 504)
+_CHAT_ERRORS = {**_CALLER_ERRORS, **error_responses(404, 503, 504)}
 #: What the retriever can answer on ingestion, relayed as it is.
-_INGEST_ERRORS = error_responses(413, 415, 422, 503, 504)
+_INGEST_ERRORS = {**_CALLER_ERRORS, **error_responses(413, 415, 422, 503, 504)}
 #: The body of ``POST /v1/documents``: one route reads two encodings, so FastAPI cannot infer it.
 _INGEST_BODY = {
     "requestBody": {
@@ -64,6 +73,27 @@ _INGEST_BODY = {
 }
 
 
+def caller(scope: Scope, kind: RequestKind | None = None):
+    """A dependency: the authenticated identity, refused (401/403) without ``scope``, and counted
+    against the caller's rate limit of ``kind`` (429) before the route does any work."""
+
+    async def authenticated(request: Request, _: Annotated[object, Security(_BEARER)] = None) -> Identity:
+        runtime = request.app.state.runtime
+        identity = require_scope(await runtime.authenticator.authenticate(request.headers.get("authorization")), scope)
+        if kind is not None and runtime.authenticator.enabled:  # with auth off there is one caller: no limit
+            await runtime.rate_limits.hit(kind, identity)
+        request.state.identity = identity
+        return identity
+
+    return authenticated
+
+
+Chatter = Annotated[Identity, Depends(caller("chat", "chat"))]
+StreamChatter = Annotated[Identity, Depends(caller("chat", "stream"))]
+Reader = Annotated[Identity, Depends(caller("chat"))]
+Ingester = Annotated[Identity, Depends(caller("ingest", "ingest"))]
+
+
 def _chat(request: Request) -> ChatService:
     return request.app.state.runtime.chat
 
@@ -78,13 +108,16 @@ def _relayed(relayed: Relayed) -> Response:
 
 @dataclass(frozen=True)
 class _StreamStart:
+    owner: str
     request: ChatRequest
     conversation_id: str
 
 
-async def _start_stream(body: ChatRequest, request: Request) -> _StreamStart:
-    """Runs before the SSE response starts, so bad input is a plain 422 and an unknown conversation a 404."""
-    return _StreamStart(body, await _chat(request).start_conversation(body.conversation_id))
+async def _start_stream(identity: StreamChatter, body: ChatRequest, request: Request) -> _StreamStart:
+    """Runs before the SSE response starts, so a refused caller is a plain 401/403/429, bad input a
+    422 and an unknown conversation a 404."""
+    owner = identity.owner_key
+    return _StreamStart(owner, body, await _chat(request).start_conversation(owner, body.conversation_id))
 
 
 def _server_sent_event(event: StreamEvent) -> ServerSentEvent:
@@ -102,8 +135,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app = create_service_app("gateway", lambda: open_runtime(settings), extra_schemas=(IngestRequest,))
 
     @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"], responses=_CHAT_ERRORS)
-    async def chat(body: ChatRequest, request: Request) -> ChatResponse:
-        return await _chat(request).chat(body)
+    async def chat(identity: Chatter, body: ChatRequest, request: Request) -> ChatResponse:
+        return await _chat(request).chat(identity.owner_key, body)
 
     @app.post("/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_CHAT_ERRORS)
     async def chat_stream(
@@ -112,7 +145,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         """``meta`` {conversation_id, refined_query, intent}, ``token`` {text} per answer delta, then
         ``final`` (the ChatResponse, authoritative; the turn is stored before it is sent) or
         ``error`` {error, status, stage} (nothing stored)."""
-        async for event in _chat(request).stream(start.request, start.conversation_id):
+        async for event in _chat(request).stream(start.owner, start.request, start.conversation_id):
             yield _server_sent_event(event)
 
     @app.post(
@@ -125,10 +158,11 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
                 "objects as data-only Server-Sent Events ending with `data: [DONE]`",
                 "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}},
             },
+            **_CALLER_ERRORS,
             **error_responses(503, 504),
         },
     )
-    async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
+    async def chat_completions(_: Chatter, body: ChatCompletionRequest, request: Request) -> Response:
         """OpenAI-compatible chat completion (stateless; ``stream: true`` for chunks)."""
         chat = _chat(request)
         history = transcript(body.messages)
@@ -138,8 +172,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         response = await chat.complete(body.question, history, top_k=body.top_k, hyde=body.hyde)
         return JSONResponse(completion(response, body.model))
 
-    @app.get("/v1/models", tags=["openai"])
-    async def list_models() -> dict:
+    @app.get("/v1/models", tags=["openai"], responses=_CALLER_ERRORS)
+    async def list_models(_: Reader) -> dict:
         """The one model id OpenAI-compatible clients can pick (any id is accepted on completions)."""
         return {
             "object": "list",
@@ -150,16 +184,19 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         "/v1/conversations/{conversation_id}",
         response_model=ConversationOut,
         tags=["chat"],
-        responses=error_responses(404, 503),
+        responses={**_CALLER_ERRORS, **error_responses(404, 503)},
     )
-    async def get_conversation(conversation_id: ConversationId, request: Request) -> ConversationOut:
-        return await _chat(request).conversation(conversation_id)
+    async def get_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> ConversationOut:
+        return await _chat(request).conversation(identity.owner_key, conversation_id)
 
     @app.delete(
-        "/v1/conversations/{conversation_id}", status_code=204, tags=["chat"], responses=error_responses(404, 503)
+        "/v1/conversations/{conversation_id}",
+        status_code=204,
+        tags=["chat"],
+        responses={**_CALLER_ERRORS, **error_responses(404, 503)},
     )
-    async def delete_conversation(conversation_id: ConversationId, request: Request) -> Response:
-        await _chat(request).delete_conversation(conversation_id)
+    async def delete_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> Response:
+        await _chat(request).delete_conversation(identity.owner_key, conversation_id)
         return Response(status_code=204)
 
     @app.post(
@@ -169,30 +206,36 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         responses={200: {"model": IngestResponse}, **_INGEST_ERRORS},
         openapi_extra=_INGEST_BODY,
     )
-    async def ingest_documents(request: Request) -> Response:
+    async def ingest_documents(identity: Ingester, request: Request) -> Response:
         """JSON ``{"documents": [...]}`` or ``multipart/form-data`` with one or more ``files``."""
         documents = _documents(request)
         # Before the body is read: an oversized upload is refused without receiving it.
         documents.check_length(int(request.headers.get("content-length") or 0))
         content_type = request.headers.get("content-type", "")
-        return _relayed(await documents.ingest(await request.body(), content_type))
+        relayed = await documents.ingest(await request.body(), content_type)
+        if relayed.status_code == 200:
+            await request.app.state.runtime.audit.record(identity, "documents.ingest", content_type.split(";")[0])
+        return _relayed(relayed)
 
     @app.get(
         "/v1/documents",
         response_model=None,
         tags=["documents"],
-        responses={200: {"model": DocumentList}, **error_responses(503, 504)},
+        responses={200: {"model": DocumentList}, **_CALLER_ERRORS, **error_responses(503, 504)},
     )
-    async def list_documents(request: Request) -> Response:
+    async def list_documents(_: Reader, request: Request) -> Response:
         return _relayed(await _documents(request).list())
 
     @app.delete(
         "/v1/documents/{doc_id:path}",
         response_model=None,
         tags=["documents"],
-        responses={200: {"model": DocumentDeleted}, **error_responses(404, 503, 504)},
+        responses={200: {"model": DocumentDeleted}, **_CALLER_ERRORS, **error_responses(404, 503, 504)},
     )
-    async def delete_document(doc_id: DocumentId, request: Request) -> Response:
-        return _relayed(await _documents(request).delete(doc_id))
+    async def delete_document(identity: Ingester, doc_id: DocumentId, request: Request) -> Response:
+        relayed = await _documents(request).delete(doc_id)
+        if relayed.status_code == 200:
+            await request.app.state.runtime.audit.record(identity, "document.delete", doc_id)
+        return _relayed(relayed)
 
     return app

@@ -53,7 +53,7 @@ from rag_common.schemas import (
     SearchResponse,
     Turn,
 )
-from rag_gateway.conversation_store import ConversationStore
+from rag_gateway.conversation_store import ConversationStore, owned_conversation
 from rag_gateway.generator_stream import Token, generation_events
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,9 @@ STAGE_SECONDS = Histogram(
 class ChatState(TypedDict, total=False):
     #: None: stateless (no Redis read or write); the conversation so far is ``transcript``.
     conversation_id: str | None
+    #: Whose conversation it is (``Identity.owner_key``): part of its Redis key, so an id is found
+    #: only by its owner (:func:`conversation_key`).
+    owner: str
     message: str
     top_k: int
     hyde: bool
@@ -169,6 +172,10 @@ class _Timer:
         return {self.stage: round(self.seconds * 1000, 2)}
 
 
+def conversation_key(state: ChatState) -> str:
+    return owned_conversation(state["owner"], state["conversation_id"])
+
+
 def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
     """Compile the graph; ``await graph.ainvoke({"conversation_id", "message", "top_k"})``."""
 
@@ -178,7 +185,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             if state.get("conversation_id") is None:
                 recent = state.get("transcript", [])[-turns:] if turns else []
             elif turns:
-                recent = await services.store.turns(state["conversation_id"], last=turns)
+                recent = await services.store.turns(conversation_key(state), last=turns)
             else:
                 recent = []
             history = cut_history(_history_for_llm(recent), policy.history)
@@ -282,7 +289,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             if state.get("conversation_id") is None:
                 turns = state.get("transcript", [])
             else:
-                turns = await services.store.turns(state["conversation_id"])
+                turns = await services.store.turns(conversation_key(state))
         answer = describe_conversation(turns)
         _emit(answer)
         return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False), "timings_ms": timer.ms}
@@ -307,7 +314,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         if state.get("conversation_id") is None:
             return {"turn": turn}
         with _Timer("save") as timer:
-            await services.store.append(state["conversation_id"], turn)
+            await services.store.append(conversation_key(state), turn)
         return {"turn": turn, "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)

@@ -23,6 +23,12 @@ KEY_PREFIX = "rag:conversation:"
 STAGE = "conversation_store"
 
 
+def owned_conversation(owner: str, conversation_id: str) -> str:
+    """The store's name for ``conversation_id`` of ``owner`` (``tenant/user``): another caller asking
+    for the same id names another, absent, conversation, so it gets the 404 of an unknown id."""
+    return f"{owner}:{conversation_id}"
+
+
 @contextmanager
 def _redis_failures() -> Iterator[None]:
     try:

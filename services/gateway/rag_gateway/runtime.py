@@ -8,6 +8,7 @@ closes them all on exit. The app's lifespan and the benchmarks open it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -16,11 +17,19 @@ from redis.asyncio import Redis
 
 from rag_common.errors import DependencyFailed
 from rag_common.http import ServiceClient
+from rag_common.identity import ALL_SCOPES, Identity
+from rag_gateway.api_keys import ApiKeyStore
+from rag_gateway.audit_log import AuditLog
+from rag_gateway.authentication import Authenticator
+from rag_gateway.bearer_tokens import ClaimMapping, JwtVerifier
 from rag_gateway.chat_graph import ChatPolicy, ChatServices, Replies, build_chat_graph
 from rag_gateway.chat_service import ChatService
 from rag_gateway.conversation_store import ConversationStore
 from rag_gateway.document_service import DocumentService
+from rag_gateway.rate_limits import RateLimits
 from rag_gateway.settings import GatewaySettings
+
+logger = logging.getLogger(__name__)
 
 DOWNSTREAM = ("refiner", "retriever", "reranker", "generator")
 
@@ -32,6 +41,9 @@ class GatewayRuntime:
     clients: dict[str, ServiceClient]
     chat: ChatService
     documents: DocumentService
+    authenticator: Authenticator
+    rate_limits: RateLimits
+    audit: AuditLog
 
     async def readiness(self) -> dict[str, str]:
         checks: dict[str, str] = {}
@@ -58,6 +70,40 @@ def chat_policy(settings: GatewaySettings) -> ChatPolicy:
     )
 
 
+def jwt_verifier(settings: GatewaySettings) -> JwtVerifier | None:
+    """The bearer-token verifier when an issuer is configured; a half configuration fails at start."""
+    if settings.jwt_issuer is None:
+        return None
+    if settings.jwt_audience is None:
+        raise ValueError("GATEWAY_JWT_ISSUER is set but GATEWAY_JWT_AUDIENCE is not")
+    return JwtVerifier(
+        issuer=settings.jwt_issuer,
+        audience=settings.jwt_audience,
+        jwks_url=settings.jwt_jwks_url,
+        public_key=settings.jwt_public_key,
+        algorithms=settings.jwt_algorithms,
+        claims=ClaimMapping(
+            tenant_claim=settings.jwt_tenant_claim,
+            user_claim=settings.jwt_user_claim,
+            groups_claim=settings.jwt_groups_claim,
+            scopes_claim=settings.jwt_scopes_claim,
+            default_tenant=settings.jwt_default_tenant,
+        ),
+    )
+
+
+def authenticator(settings: GatewaySettings, keys: ApiKeyStore) -> Authenticator:
+    if settings.auth == "off":
+        logger.warning(
+            "GATEWAY_AUTH=off: every caller is %s/%s with every scope; do not expose this gateway",
+            settings.auth_off_tenant,
+            settings.auth_off_user,
+        )
+        anonymous = Identity(tenant=settings.auth_off_tenant, user=settings.auth_off_user, scopes=list(ALL_SCOPES))
+        return Authenticator(keys, anonymous=anonymous)
+    return Authenticator(keys, jwt_verifier(settings))
+
+
 @asynccontextmanager
 async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator[GatewayRuntime]:
     """Settings default to the ``GATEWAY_*`` environment."""
@@ -82,10 +128,14 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
         services = ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store)
         graph = build_chat_graph(services, chat_policy(settings))
+        limits = {"chat": settings.rate_limit_chat, "stream": settings.rate_limit_stream, "ingest": settings.rate_limit_ingest}
         yield GatewayRuntime(
             settings=settings,
             store=store,
             clients=clients,
             chat=ChatService(graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default),
             documents=DocumentService(clients["ingest"], max_upload_mb=settings.max_upload_mb),
+            authenticator=authenticator(settings, ApiKeyStore(redis)),
+            rate_limits=RateLimits(settings.redis_url, {kind: spec for kind, spec in limits.items() if spec}),
+            audit=AuditLog(redis),
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
@@ -85,6 +87,50 @@ class GatewaySettings(ServiceSettings):
         description="Model id listed by GET /v1/models for OpenAI-compatible clients. Default rag-gateway.",
     )
     max_upload_mb: float = Field(default=20.0, description="Largest accepted upload request, MiB. Default 20.")
+
+    auth: Literal["on", "off"] = Field(
+        default="on",
+        description="on: every route but health, readiness, metrics and the API docs needs an API key or a "
+        "bearer token (401 without, 403 without the scope). off: every caller is AUTH_OFF_TENANT/"
+        "AUTH_OFF_USER with every scope, and the gateway logs a warning at start; for a laptop only. Default on.",
+    )
+    auth_off_tenant: str = Field(default="default", description="The tenant of every caller when auth is off. Default default.")
+    auth_off_user: str = Field(default="local", description="The user of every caller when auth is off. Default local.")
+    jwt_issuer: str | None = Field(
+        default=None,
+        description="Accept OIDC/JWT bearer tokens from this issuer (`iss` must match); unset = API keys only. "
+        "Needs JWT_AUDIENCE and one of JWT_JWKS_URL / JWT_PUBLIC_KEY. Default unset.",
+    )
+    jwt_audience: str | None = Field(default=None, description="Required `aud` of bearer tokens. Default unset.")
+    jwt_jwks_url: str | None = Field(
+        default=None, description="The issuer's JWKS URL (keys cached 5 min, rotated by `kid`). Default unset."
+    )
+    jwt_public_key: str | None = Field(
+        default=None, description="A static PEM public key instead of a JWKS URL. Default unset."
+    )
+    jwt_algorithms: list[str] = Field(default=["RS256"], description="Accepted signature algorithms. Default [RS256].")
+    jwt_tenant_claim: str = Field(default="tenant", description="Claim holding the tenant. Default tenant.")
+    jwt_user_claim: str = Field(default="sub", description="Claim holding the user. Default sub.")
+    jwt_groups_claim: str = Field(default="groups", description="Claim holding the groups (a list). Default groups.")
+    jwt_scopes_claim: str = Field(
+        default="scope",
+        description="Claim holding the scopes (space-separated or a list; only chat, ingest, admin are kept). "
+        "A token naming none of them gets chat. Default scope.",
+    )
+    jwt_default_tenant: str | None = Field(
+        default=None, description="Tenant of a token without the tenant claim; unset = such tokens are refused. Default unset."
+    )
+    rate_limit_chat: str | None = Field(
+        default="60/minute",
+        description="Chat requests (/v1/chat, /v1/chat/completions) per caller, `limits` notation; unset = no limit. "
+        "Counted in Redis, shared by every gateway replica. Default 60/minute.",
+    )
+    rate_limit_stream: str | None = Field(
+        default="60/minute", description="Streamed chat requests per caller; unset = no limit. Default 60/minute."
+    )
+    rate_limit_ingest: str | None = Field(
+        default="30/minute", description="Ingestion and deletion requests per caller; unset = no limit. Default 30/minute."
+    )
 
     def history_window(self) -> HistoryWindow:
         return HistoryWindow(
