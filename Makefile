@@ -17,12 +17,12 @@ test-fast: setup
 	$(PY) -m pytest -q -m "not e2e"
 
 # The backend conformance suite against a live OpenSearch: compose's service, published on loopback
-# for this run (docker-compose.yml keeps it off the host). The LLM_* values only satisfy compose's
+# for this run (docker-compose.yml keeps it off the host). The LLM_* and RAG_SERVICE_TOKEN values only satisfy compose's
 # interpolation of the services not started here. Another cluster: OPENSEARCH_URL=https://...
 OPENSEARCH_URL ?= http://localhost:9200
 test-opensearch: setup
 	printf 'services:\n  opensearch:\n    ports: ["127.0.0.1:9200:9200"]\n' \
-		| LLM_BASE_URL=unused LLM_MODEL=unused LLM_API_KEY=unused \
+		| LLM_BASE_URL=unused LLM_MODEL=unused LLM_API_KEY=unused RAG_SERVICE_TOKEN=unused \
 		docker compose -f docker-compose.yml -f - up -d --wait opensearch
 	OPENSEARCH_URL=$(OPENSEARCH_URL) $(PY) -m pytest -q -rs tests/retriever/test_retriever_conformance.py
 

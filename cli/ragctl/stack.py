@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -223,8 +224,10 @@ def start_service(
 
 
 def stack_env(ports: dict[str, int], data_dir: Path, redis_url: str, llm_url: str) -> dict[str, str]:
-    """The environment that wires the services to each other and to Redis and the LLM."""
+    """The environment that wires the services to each other and to Redis and the LLM, with a
+    service credential drawn for this stack (internal calls need it; only the gateway has it)."""
     return {
+        "RAG_SERVICE_TOKEN": secrets.token_urlsafe(32),
         "GATEWAY_REDIS_URL": redis_url,
         "GATEWAY_REFINER_URL": f"http://127.0.0.1:{ports['refiner']}",
         "GATEWAY_RETRIEVER_URL": f"http://127.0.0.1:{ports['retriever']}",

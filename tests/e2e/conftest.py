@@ -20,9 +20,11 @@ SLOW_MACHINE_TIMEOUTS = {
     "GATEWAY_RERANKER_TIMEOUT_S": "120",
     "GATEWAY_RETRIEVER_TIMEOUT_S": "60",
 }
-#: The shared e2e stack checks answers, streams and failures; who may call is checked with
-#: authentication on by tests/gateway/test_access.py, tests/fuzz (with a key) and the demo test.
-AUTH_OFF = {"GATEWAY_AUTH": "off"}
+#: The shared e2e stack checks answers, streams and failures, and its tests call the internal
+#: services directly to check what they stored: caller authentication and the service credential
+#: are off here (empty = unset). They are on in tests/gateway/test_access.py, tests/fuzz and
+#: tests/e2e/test_internal_calls.py.
+AUTH_OFF = {"GATEWAY_AUTH": "off", "RAG_SERVICE_TOKEN": ""}
 
 
 @dataclass

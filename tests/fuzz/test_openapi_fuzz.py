@@ -39,10 +39,12 @@ def test_the_openapi_document_tells_the_truth(fuzzed_stack: dict[str, str], serv
         str(SEED),
         "--request-timeout",
         "120",
-        # The gateway's credential (the internal services ignore it); its `ignored_auth` check also
-        # sends requests without it and expects them refused.
+        # The gateway's credential and the internal services' one (each service ignores the other's);
+        # schemathesis's `ignored_auth` check also sends requests without them, expecting 401.
         "--header",
         f"Authorization: Bearer {fuzzed_stack['api_key']}",
+        "--header",
+        f"X-RAG-Service-Token: {fuzzed_stack['service_token']}",
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
     # The failures section first (it names each case and its curl), then the summary.

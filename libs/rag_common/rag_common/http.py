@@ -16,6 +16,7 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 from pydantic import BaseModel, ValidationError
 
 from rag_common.errors import DependencyFailed
+from rag_common.internal_auth import SERVICE_TOKEN_HEADER
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -32,7 +33,9 @@ class ServiceClient:
         connect_timeout_s: float = 2.0,
         max_connections: int = 50,
         transport: httpx.AsyncBaseTransport | None = None,
+        service_token: str | None = None,
     ) -> None:
+        """``service_token``: sent on every call (``X-RAG-Service-Token``), see ``rag_common.internal_auth``."""
         self.stage = stage
         self.base_url = base_url.rstrip("/")
         self._client = httpx.AsyncClient(
@@ -40,6 +43,7 @@ class ServiceClient:
             timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             transport=transport,
+            headers={SERVICE_TOKEN_HEADER: service_token} if service_token else None,
         )
 
     async def aclose(self) -> None:

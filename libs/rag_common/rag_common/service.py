@@ -7,6 +7,8 @@ services. Domain errors (``rag_common.errors``) become status codes here, in ``S
 
 from __future__ import annotations
 
+import hmac
+import json
 import logging
 import math
 from collections.abc import AsyncIterator, Callable
@@ -20,6 +22,7 @@ from pydantic import BaseModel
 from prometheus_fastapi_instrumentator import Instrumentator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag_common.errors import (
     DependencyFailed,
@@ -33,6 +36,7 @@ from rag_common.errors import (
     Unauthenticated,
     UnsupportedMediaType,
 )
+from rag_common.internal_auth import OPEN_PATHS, SERVICE_TOKEN_HEADER, document_service_token
 from rag_common.schemas import ErrorBody, Readiness
 
 logger = logging.getLogger(__name__)
@@ -135,6 +139,35 @@ def document_errors(openapi: dict[str, Any]) -> dict[str, Any]:
     return openapi
 
 
+class ServiceTokenMiddleware:
+    """Refuses (401, JSON ``ErrorBody``) every request outside ``OPEN_PATHS`` without the secret."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self._app = app
+        self._token = token.encode("utf-8")
+        self._header = SERVICE_TOKEN_HEADER.lower().encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            presented = next((value for name, value in scope["headers"] if name == self._header), b"")
+            if not hmac.compare_digest(presented, self._token):
+                await _refuse_without_service_token(send)
+                return
+        await self._app(scope, receive, send)
+
+
+async def _refuse_without_service_token(send: Send) -> None:
+    body = json.dumps({"error": f"internal service: send the service credential in {SERVICE_TOKEN_HEADER}"}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 def _is_default_error_content(content: dict[str, Any] | None) -> bool:
     """No body declared, FastAPI's validation body (ours is an ErrorBody), or the route's streaming
     media type that FastAPI gives every response of an SSE route."""
@@ -201,6 +234,8 @@ def create_service_app(
     *,
     version: str = "0.1.0",
     extra_schemas: tuple[type[BaseModel], ...] = (),
+    service_token: str | None = None,
+    internal: bool = True,
 ) -> FastAPI:
     """A FastAPI app with ``/healthz``, ``/readyz``, ``/metrics`` and uniform error bodies.
 
@@ -211,6 +246,10 @@ def create_service_app(
 
     ``extra_schemas`` are wire models that a route's ``openapi_extra`` refers to by
     ``#/components/schemas/<name>`` (a body FastAPI cannot infer), added to the document's components.
+
+    An ``internal`` service (all but the gateway) given ``service_token`` accepts only calls that
+    carry it (``rag_common.internal_auth``); without one it warns at start that anyone who reaches
+    its port can call it.
     """
 
     @asynccontextmanager
@@ -231,6 +270,8 @@ def create_service_app(
                 for name, definition in schema.pop("$defs", {}).items():
                     components.setdefault(name, definition)
                 components.setdefault(model.__name__, schema)
+            if internal and service_token:
+                document = document_service_token(document)
             app.openapi_schema = document_errors(document)
         return app.openapi_schema
 
@@ -252,6 +293,12 @@ def create_service_app(
         ready = all(value == "ok" for value in checks.values())
         readiness = Readiness(status="ready" if ready else "not_ready", service=name, checks=checks)
         return JSONResponse(status_code=200 if ready else 503, content=readiness.model_dump())
+
+    if internal:
+        if service_token:
+            app.add_middleware(ServiceTokenMiddleware, token=service_token)
+        else:
+            logger.warning("%s: RAG_SERVICE_TOKEN is unset, so any caller that reaches this port is served", name)
 
     Instrumentator(excluded_handlers=["/metrics"]).instrument(app).expose(
         app, endpoint="/metrics", include_in_schema=False

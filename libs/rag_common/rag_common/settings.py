@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class ServiceSettings(BaseSettings):
     """Where a service listens. Subclasses set ``env_prefix`` (``GATEWAY_``, ``RETRIEVER_``...)."""
 
-    model_config = SettingsConfigDict(extra="ignore")
+    model_config = SettingsConfigDict(extra="ignore", populate_by_name=True)
 
     host: str = Field(default="127.0.0.1", description="Interface to bind. Default 127.0.0.1.")
     port: int = Field(default=8000, description="TCP port. Defaults differ per service (see docs/ARCHITECTURE.md).")
     log_level: str = Field(default="info", description="Python/uvicorn log level. Default info.")
+    service_token: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("RAG_SERVICE_TOKEN"),
+        description="RAG_SERVICE_TOKEN, the same in every service: the gateway sends it on every internal call and "
+        "the internal services refuse calls without it (401), probes and metrics excepted. Unset = internal calls "
+        "are not authenticated (a warning at start); compose and k8s always set it, the local stack draws a random "
+        "one. Default unset.",
+    )
 
 
 class LLMSettings(BaseSettings):

@@ -132,7 +132,9 @@ def _server_sent_event(event: StreamEvent) -> ServerSentEvent:
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
-    app = create_service_app("gateway", lambda: open_runtime(settings), extra_schemas=(IngestRequest,))
+    app = create_service_app(
+        "gateway", lambda: open_runtime(settings), extra_schemas=(IngestRequest,), internal=False
+    )
 
     @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"], responses=_CHAT_ERRORS)
     async def chat(identity: Chatter, body: ChatRequest, request: Request) -> ChatResponse:

@@ -117,13 +117,14 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
         )
         stack.push_async_callback(redis.aclose)
         store = ConversationStore(redis, max_turns=settings.conversation_max_turns, ttl_s=settings.conversation_ttl_s)
+        token = settings.service_token
         clients = {
-            "refiner": ServiceClient("refiner", settings.refiner_url, settings.refiner_timeout_s),
-            "retriever": ServiceClient("retriever", settings.retriever_url, settings.retriever_timeout_s),
+            "refiner": ServiceClient("refiner", settings.refiner_url, settings.refiner_timeout_s, service_token=token),
+            "retriever": ServiceClient("retriever", settings.retriever_url, settings.retriever_timeout_s, service_token=token),
             # Ingestion of a large upload takes minutes: its own pool with its own timeout.
-            "ingest": ServiceClient("retriever", settings.retriever_url, settings.ingest_timeout_s),
-            "reranker": ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s),
-            "generator": ServiceClient("generator", settings.generator_url, settings.generator_timeout_s),
+            "ingest": ServiceClient("retriever", settings.retriever_url, settings.ingest_timeout_s, service_token=token),
+            "reranker": ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s, service_token=token),
+            "generator": ServiceClient("generator", settings.generator_url, settings.generator_timeout_s, service_token=token),
         }
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
         services = ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store)

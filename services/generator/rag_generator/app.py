@@ -26,7 +26,8 @@ def _generator(request: Request) -> AnswerGenerator:
 
 
 def create_app(settings: GeneratorSettings | None = None, llm_settings: LLMSettings | None = None) -> FastAPI:
-    app = create_service_app("generator", lambda: open_runtime(settings, llm_settings))
+    settings = settings or GeneratorSettings()
+    app = create_service_app("generator", lambda: open_runtime(settings, llm_settings), service_token=settings.service_token)
 
     # 503: the LLM is down, or busy beyond the request's budget (with Retry-After); 504: it timed out.
     @app.post("/v1/generate", response_model=GenerateResponse, tags=["generate"], responses=error_responses(503, 504))

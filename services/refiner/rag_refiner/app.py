@@ -13,7 +13,8 @@ from rag_refiner.settings import RefinerSettings
 
 
 def create_app(settings: RefinerSettings | None = None, llm_settings: LLMSettings | None = None) -> FastAPI:
-    app = create_service_app("refiner", lambda: open_runtime(settings, llm_settings))
+    settings = settings or RefinerSettings()
+    app = create_service_app("refiner", lambda: open_runtime(settings, llm_settings), service_token=settings.service_token)
 
     @app.post("/v1/refine", response_model=RefineResponse, tags=["refine"])
     async def refine(body: RefineRequest, request: Request) -> RefineResponse:

@@ -14,7 +14,8 @@ from rag_reranker.settings import RerankerSettings
 
 def create_app(settings: RerankerSettings | None = None, llm_settings: LLMSettings | None = None) -> FastAPI:
     """``llm_settings``: the evaluator endpoint for adaptive λ (default: the ``LLM_*`` environment)."""
-    app = create_service_app("reranker", lambda: open_runtime(settings, llm_settings))
+    settings = settings or RerankerSettings()
+    app = create_service_app("reranker", lambda: open_runtime(settings, llm_settings), service_token=settings.service_token)
 
     @app.post("/v1/rerank", response_model=RerankResponse, response_model_exclude_none=False, tags=["rerank"])
     async def rerank(body: RerankRequest, request: Request) -> RerankResponse:

@@ -34,7 +34,7 @@ def _runtime(request: Request) -> RetrieverRuntime:
 def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder | None = None) -> FastAPI:
     """``embedder`` lets tests share one loaded model; the service builds its own from settings."""
     settings = settings or RetrieverSettings()
-    app = create_service_app("retriever", lambda: open_runtime(settings, embedder=embedder))
+    app = create_service_app("retriever", lambda: open_runtime(settings, embedder=embedder), service_token=settings.service_token)
 
     # 503: the search backend (OpenSearch) is down; the embedded one is in-process.
     @app.post("/v1/search", response_model=SearchResponse, tags=["search"], responses=error_responses(503))
