@@ -115,3 +115,56 @@ async def test_queue_length_wait_and_refusals_are_in_the_metrics() -> None:
     assert 'rag_llm_expected_wait_seconds{service="t-metrics"} 1.0' in exposition
     release.set()
     await holder
+
+
+async def test_a_call_expected_to_wait_longer_than_the_limit_is_refused_at_once() -> None:
+    admission = LLMAdmission("t-maxwait", slots=1, max_queue=8, expected_call_s=30.0, max_wait_s=10.0)
+    release, started = asyncio.Event(), []
+    holder = asyncio.create_task(hold(admission, 600.0, release, started, 0))
+    await settle()
+    # A 600 s budget would fit the 30 s wait, but nobody should queue half a minute for an answer.
+    with pytest.raises(LLMBusy, match="expected wait 30s exceeds the 10s limit") as refused:
+        async with admission.slot(600.0):
+            pytest.fail("admitted")
+    assert refused.value.retry_after_s == 30.0
+    release.set()
+    await holder
+
+
+async def test_a_queued_call_still_waiting_at_the_limit_is_refused_then() -> None:
+    # The estimate says 0.1 s, but the holder keeps its slot: the waiter gives up after 0.3 s.
+    admission = LLMAdmission("t-stuck", slots=1, max_queue=8, expected_call_s=0.1, max_wait_s=0.3)
+    release, started = asyncio.Event(), []
+    holder = asyncio.create_task(hold(admission, 600.0, release, started, 0))
+    await settle()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    with pytest.raises(LLMBusy, match="no slot within"):
+        async with admission.slot(600.0):
+            pytest.fail("admitted")
+    assert 0.25 < loop.time() - began < 2.0
+    assert admission.queued == 0
+    release.set()
+    await holder
+    async with admission.slot(600.0):  # the slot it never got is free again for others
+        pass
+
+
+async def test_a_call_admitted_with_less_than_a_mean_call_left_is_refused_and_frees_its_slot() -> None:
+    admission = LLMAdmission("t-late", slots=1, max_queue=8, expected_call_s=0.2, max_wait_s=5.0)
+    release, started = asyncio.Event(), []
+    holder = asyncio.create_task(hold(admission, 600.0, release, started, 0))
+    await settle()
+
+    async def late_call() -> None:
+        async with admission.slot(0.45):  # expected 0.2 s wait + 0.2 s call fits 0.45 s
+            pytest.fail("admitted with no time left")
+
+    waiter = asyncio.create_task(late_call())
+    await asyncio.sleep(0.4)  # the holder overruns the estimate: 0.05 s of budget would remain
+    release.set()
+    await holder
+    with pytest.raises(LLMBusy, match="left, a call takes"):
+        await waiter
+    async with admission.slot(600.0):
+        pass

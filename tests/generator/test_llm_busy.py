@@ -31,7 +31,7 @@ def loaded_embedder(monkeypatch: pytest.MonkeyPatch, embedder: SentenceTransform
 
 def one_slot(llm_settings: LLMSettings) -> LLMSettings:
     # A measured mean of 30 s per call: one call ahead means 30 s of wait, over a 20 s budget.
-    return llm_settings.model_copy(update={"slots": 1, "max_queue": 4, "expected_call_s": 30.0})
+    return llm_settings.model_copy(update={"slots": 1, "max_queue": 4, "expected_call_s": 30.0, "max_queue_wait_s": 60.0})
 
 
 def payload(passages: list[Passage]) -> dict:

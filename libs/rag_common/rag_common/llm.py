@@ -29,7 +29,11 @@ def build_chat_model(settings: LLMSettings, *, max_tokens: int | None = None) ->
 def llm_admission(service: str, settings: LLMSettings) -> LLMAdmission:
     """The admission control every model call of ``service`` goes through (one per process)."""
     return LLMAdmission(
-        service, slots=settings.slots, max_queue=settings.max_queue, expected_call_s=settings.expected_call_s
+        service,
+        slots=settings.slots,
+        max_queue=settings.max_queue,
+        expected_call_s=settings.expected_call_s,
+        max_wait_s=settings.max_queue_wait_s,
     )
 
 

@@ -3,8 +3,11 @@
 An LLM endpoint decodes a few requests at a time (the local llama.cpp server: 2 slots); the rest
 wait in its queue, blind, until the caller's timeout. Under 8 concurrent clients that was 20 of 32
 chat requests ending in 504 after 90 s (issue 12). Here every model call first asks for a slot with
-the time it has left: it is admitted when a slot is free, or when the expected wait for one plus one
-call fits in that budget and the queue has room, and refused at once otherwise (:class:`LLMBusy`, a ``DependencyFailed``
+the time it has left: it is admitted when a slot is free, or when the expected wait for one is at
+most ``max_wait_s``, that wait plus one call fits in the budget and the queue has room, and refused
+at once otherwise. A queued call still waiting after ``max_wait_s``, or given a slot with less than a
+mean call's time left, is refused then (the estimate was wrong; the caller still gets an answer in
+time) (:class:`LLMBusy`, a ``DependencyFailed``
 of kind ``overloaded`` carrying the expected wait as ``retry_after_s``). The caller then takes its
 fallback at once (the generator's extractive answer, the refiner's context-append rewrite) or answers
 503 with ``Retry-After``.
@@ -57,12 +60,15 @@ class LLMBusy(DependencyFailed):
 
 
 class LLMAdmission:
-    def __init__(self, service: str, *, slots: int, max_queue: int, expected_call_s: float) -> None:
-        if slots < 1 or max_queue < 0 or expected_call_s <= 0:
-            raise ValueError("slots >= 1, max_queue >= 0 and expected_call_s > 0 are required")
+    def __init__(
+        self, service: str, *, slots: int, max_queue: int, expected_call_s: float, max_wait_s: float = 10.0
+    ) -> None:
+        if slots < 1 or max_queue < 0 or expected_call_s <= 0 or max_wait_s <= 0:
+            raise ValueError("slots >= 1, max_queue >= 0, expected_call_s > 0 and max_wait_s > 0 are required")
         self._service = service
         self._slots = slots
         self._max_queue = max_queue
+        self._max_wait_s = max_wait_s
         self._semaphore = asyncio.Semaphore(slots)
         self._waiting = 0
         self._in_flight = 0
@@ -94,6 +100,9 @@ class LLMAdmission:
             raise LLMBusy(f"{self._waiting} calls already queued (limit {self._max_queue})", _retry_after(wait_s))
         # With a slot free the call is always tried (its own timeout bounds it): refusing it on the
         # mean alone could refuse every call for good, since only calls made update the mean.
+        if wait_s > self._max_wait_s:
+            REJECTED.labels(self._service).inc()
+            raise LLMBusy(f"expected wait {wait_s:.0f}s exceeds the {self._max_wait_s:.0f}s limit", _retry_after(wait_s))
         if wait_s > 0 and wait_s + self._mean_call_s > budget_s:
             REJECTED.labels(self._service).inc()
             raise LLMBusy(
@@ -104,11 +113,24 @@ class LLMAdmission:
         self._waiting += 1
         QUEUE_LENGTH.labels(self._service).set(self._waiting)
         try:
-            await self._semaphore.acquire()
+            async with asyncio.timeout(self._max_wait_s):
+                await self._semaphore.acquire()
+        except TimeoutError:
+            REJECTED.labels(self._service).inc()
+            raise LLMBusy(f"no slot within {self._max_wait_s:.0f}s", _retry_after(self.expected_wait_s())) from None
         finally:
             self._waiting -= 1
             QUEUE_LENGTH.labels(self._service).set(self._waiting)
-        QUEUE_WAIT.labels(self._service).observe(time.monotonic() - queued_at)
+        waited_s = time.monotonic() - queued_at
+        QUEUE_WAIT.labels(self._service).observe(waited_s)
+        if waited_s > 0.05 and budget_s - waited_s < self._mean_call_s:
+            # Admitted on an estimate that was too low: the call would most likely time out.
+            self._semaphore.release()
+            REJECTED.labels(self._service).inc()
+            raise LLMBusy(
+                f"waited {waited_s:.0f}s; {budget_s - waited_s:.0f}s left, a call takes {self._mean_call_s:.0f}s",
+                _retry_after(self.expected_wait_s()),
+            )
         self._in_flight += 1
         IN_FLIGHT.labels(self._service).set(self._in_flight)
         started = time.monotonic()

@@ -53,6 +53,15 @@ class LLMSettings(BaseSettings):
         description="Calls that may wait for a slot; beyond it a call is refused at once (the caller falls back or "
         "answers 503 with Retry-After). Default 16.",
     )
+    max_queue_wait_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="Longest a call waits for a slot, seconds: one expected to wait longer is refused at once, one "
+        "still waiting then is refused, and one admitted with less than a mean call's time left is refused, "
+        "so the caller falls back (extractive answer, context-append rewrite) or answers 503 + Retry-After "
+        "instead of queueing into a timeout. Lower favours fast degraded answers, higher more LLM answers. "
+        "Default 10.",
+    )
     expected_call_s: float = Field(
         default=8.0,
         gt=0,
