@@ -159,3 +159,16 @@ async def test_delete_goes_through_the_write_lock(ingestor, backend):
     assert await ingestor.delete("temp") == result.chunks > 1
     assert await backend.count() == 0
     assert await ingestor.delete("temp") == 0
+
+
+async def test_a_changed_document_embeds_only_its_new_chunks(backend, counting_embedder, tokenizer):
+    ingestor = Ingestor(backend, counting_embedder, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
+    first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)])
+    assert counting_embedder.texts == first.chunks
+    longer = LONG_TEXT + " A closing sentence about the rollback plan."
+    second = await ingestor.ingest([DocumentIn(id="runbook", text=longer)])
+    assert second.documents == 1
+    # Only the chunks whose text changed (the last one or two) were embedded again.
+    assert 1 <= counting_embedder.texts - first.chunks <= 2 < second.chunks
+    hits = await backend.search_bm25("rollback plan", k=1)
+    assert "rollback plan" in hits[0].chunk.text

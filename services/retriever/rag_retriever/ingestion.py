@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -33,7 +33,8 @@ from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, n
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH_SIZE = 64
-#: Metadata keys that are indexed as exact-match filter fields, so they must be strings.
+#: Metadata keys that must be strings: `content_type` is an indexed filter field, `tenant` is compared
+#: with the caller's (a document claiming another tenant is refused).
 KEYWORD_METADATA = ("tenant", "content_type")
 
 
@@ -79,6 +80,8 @@ class _Plan:
     changed: list[tuple[SourceDocument, list[ChunkRecord]]]
     unchanged: list[str]
     failed: list[IngestFailure]
+    #: Changed documents that keep some of their indexed chunk ids: their stored vectors are reused.
+    reusable: set[str] = field(default_factory=set)
 
 
 class Ingestor:
@@ -130,7 +133,7 @@ class Ingestor:
         plan = await self._plan(accepted, tenant)
         failed.extend(plan.failed)
         chunks = [chunk for _, document_chunks in plan.changed for chunk in document_chunks]
-        vectors = await self._vectors(chunks, tenant)
+        vectors = await self._vectors(chunks, plan.reusable, tenant)
         rejected: set[str] = set()
         if plan.changed:
             doc_ids = [document.doc_id for document, _ in plan.changed]
@@ -186,24 +189,25 @@ class Ingestor:
         for document, chunks in zip(documents, chunked, strict=True):
             if not chunks:
                 plan.failed.append(IngestFailure(name=document.doc_id, reason="no indexable text (only headings?)"))
-            elif await self._is_unchanged(document.doc_id, chunks, tenant):
+                continue
+            # Chunk ids hash the text, the fingerprint the title, source, metadata and readers.
+            ids = {chunk.chunk_id for chunk in chunks}
+            indexed = await self._backend.document_chunk_ids(document.doc_id, tenant=tenant)
+            if ids == indexed and (
+                await self._backend.document_fingerprint(document.doc_id, tenant=tenant) == chunks[0].doc_fingerprint
+            ):
                 plan.unchanged.append(document.doc_id)
-            else:
-                plan.changed.append((document, chunks))
+                continue
+            plan.changed.append((document, chunks))
+            if ids & indexed:
+                plan.reusable.add(document.doc_id)
         return plan
 
-    async def _is_unchanged(self, doc_id: str, chunks: list[ChunkRecord], tenant: str) -> bool:
-        # Chunk ids hash the text, the fingerprint the title, source, metadata and readers.
-        return (
-            {chunk.chunk_id for chunk in chunks} == await self._backend.document_chunk_ids(doc_id, tenant=tenant)
-            and await self._backend.document_fingerprint(doc_id, tenant=tenant) == chunks[0].doc_fingerprint
-        )
-
-    async def _vectors(self, chunks: list[ChunkRecord], tenant: str) -> np.ndarray:
+    async def _vectors(self, chunks: list[ChunkRecord], reusable: set[str], tenant: str) -> np.ndarray:
         """One vector per chunk: the stored one of a chunk id already indexed (same document, index
-        and text: same vector), the others embedded."""
+        and text: same vector) of the ``reusable`` documents, the others embedded."""
         stored: dict[str, np.ndarray] = {}
-        for doc_id in dict.fromkeys(chunk.doc_id for chunk in chunks):
+        for doc_id in sorted(reusable):
             stored.update(await self._backend.document_vectors(doc_id, tenant=tenant))
         missing = [row for row, chunk in enumerate(chunks) if chunk.chunk_id not in stored]
         embedded = await self._embed([chunks[row].text for row in missing])
