@@ -65,6 +65,7 @@ from rag_eval.answers import fold_text, rouge_l, token_f1  # noqa: E402
 from rag_eval.calibration import split_halves  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
 from rag_eval.datasets.types import Dataset, Query  # noqa: E402
+from rag_eval.harness import EVAL_ACCESS  # noqa: E402
 from rag_eval.pipeline import history_pairs, open_retriever  # noqa: E402
 from rag_eval.stats import paired_bootstrap, percentiles  # noqa: E402
 from rag_gateway.settings import GatewaySettings  # noqa: E402
@@ -253,7 +254,7 @@ class Searcher:
         async with self.lock:
             started = time.perf_counter()
             found = await self.service.search(
-                SearchRequest(query=text, top_k=self.depth, mode=self.mode, include_embeddings=True)
+                SearchRequest(query=text, top_k=self.depth, mode=self.mode, include_embeddings=True), EVAL_ACCESS
             )
             ms = (time.perf_counter() - started) * 1000.0
         return found.passages[: self.top_k], found.query_embedding, ms

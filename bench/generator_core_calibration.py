@@ -54,6 +54,7 @@ from rag_common.sentences import sentence_spans  # noqa: E402
 from rag_eval.answers import fold_text  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
 from rag_eval.datasets.types import Query  # noqa: E402
+from rag_eval.harness import EVAL_ACCESS  # noqa: E402
 from rag_eval.pipeline import open_retriever  # noqa: E402
 from rag_generator.answerability import (  # noqa: E402
     FEATURE_NAMES,
@@ -153,7 +154,7 @@ async def retrieve(
         search = retriever.search_services["min_max"]
         found = {}
         for query in queries:
-            response = await search.search(SearchRequest(query=query.text, top_k=TOP_K, mode="hybrid"))
+            response = await search.search(SearchRequest(query=query.text, top_k=TOP_K, mode="hybrid"), EVAL_ACCESS)
             found[query.id] = response.passages
     return found, index
 

@@ -63,7 +63,7 @@ from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedde
 from rag_common.schemas import DiffusionSpec, GmmrSpec, Passage, RerankRequest, SearchRequest  # noqa: E402
 from rag_common.settings import LLMSettings  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
-from rag_eval.harness import Retriever, dedupe_doc_ids, open_index  # noqa: E402
+from rag_eval.harness import EVAL_ACCESS, Retriever, dedupe_doc_ids, open_index  # noqa: E402
 from rag_eval.metrics import evaluate  # noqa: E402
 from rag_reranker.rerank_service import RerankService  # noqa: E402
 from rag_reranker.settings import RerankerSettings  # noqa: E402
@@ -99,7 +99,7 @@ async def fetch_candidates(
     service = retriever.search_services[fusion]
     if state.get("embeddings_source") != "embedder":
         try:
-            response = await service.search(SearchRequest(query=text, top_k=n, mode=mode, include_embeddings=True))
+            response = await service.search(SearchRequest(query=text, top_k=n, mode=mode, include_embeddings=True), EVAL_ACCESS)
             if response.query_embedding is not None and all(p.embedding is not None for p in response.passages):
                 state["embeddings_source"] = "retriever"
                 return Candidates(query_id, text, response.passages, response.query_embedding)
@@ -108,7 +108,7 @@ async def fetch_candidates(
             reason = f"{type(exc).__name__}: {exc}"[:200]
         print(f"   retriever cannot send embeddings ({reason}); embedding candidates with MiniLM here", flush=True)
         state["embeddings_source"] = "embedder"
-    response = await service.search(SearchRequest(query=text, top_k=n, mode=mode))
+    response = await service.search(SearchRequest(query=text, top_k=n, mode=mode), EVAL_ACCESS)
     vectors = embedder.encode_documents([p.text for p in response.passages])
     passages = [p.model_copy(update={"embedding": v.tolist()}) for p, v in zip(response.passages, vectors)]
     return Candidates(query_id, text, passages, embedder.encode_queries([text])[0].tolist())

@@ -39,7 +39,7 @@ import psutil
 
 from rag_common.schemas import SearchRequest
 from rag_eval.datasets import DatasetNotFound, load_dataset
-from rag_eval.harness import embedded_settings
+from rag_eval.harness import EVAL_ACCESS, embedded_settings
 from rag_eval.synthetic import SyntheticCorpus
 from rag_retriever.backends.base import FusionSettings, SearchBackend
 from rag_retriever.records import ChunkRecord
@@ -187,7 +187,7 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
         service_ms = {}
         for name, (mode, fusion) in service_modes.items():
             calls = [
-                lambda t=t, m=mode, f=fusion: services[f].search(SearchRequest(query=t, top_k=K, mode=m))
+                lambda t=t, m=mode, f=fusion: services[f].search(SearchRequest(query=t, top_k=K, mode=m), EVAL_ACCESS)
                 for t in query_texts
             ]
             service_ms[name] = summary(await time_calls(calls))

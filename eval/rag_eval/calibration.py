@@ -30,6 +30,7 @@ import numpy as np
 from rag_common.embedders import Embedder
 from rag_common.schemas import GenerateRequest, SearchRequest
 from rag_eval.datasets.types import Dataset, Query
+from rag_eval.harness import EVAL_ACCESS
 from rag_eval.pipeline import open_retriever
 from rag_gateway.settings import GatewaySettings
 from rag_generator.answerability import FEATURE_NAMES, AnswerabilityGate, fit_gate
@@ -79,7 +80,8 @@ async def gate_rows(dataset: Dataset, cache_dir: Path, embedder: Embedder, *, pr
                     continue
                 text = standalone_text(query)
                 found = await search.search(
-                    SearchRequest(query=text, top_k=depth, mode=gateway.search_mode, include_embeddings=True)
+                    SearchRequest(query=text, top_k=depth, mode=gateway.search_mode, include_embeddings=True),
+                    EVAL_ACCESS,
                 )
                 passages = found.passages[: gateway.default_top_k]
                 assessment = await runtime.generator.assess(

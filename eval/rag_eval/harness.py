@@ -22,10 +22,14 @@ from typing import Literal
 from rag_common.embedders import Embedder
 from rag_common.schemas import MAX_SEARCH_TOP_K, DocumentIn, IngestResponse, SearchMode, SearchRequest
 from rag_eval.datasets.types import Corpus, Dataset, Document
-from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.backends.base import AccessFilter, FusionSettings, SearchBackend
+from rag_retriever.records import DEFAULT_TENANT
 from rag_retriever.runtime import RetrieverRuntime, open_runtime
 from rag_retriever.search_service import SearchService
 from rag_retriever.settings import RetrieverSettings
+
+#: Who the benchmarks search as: they ingest into the default tenant without ACLs, and read all of it.
+EVAL_ACCESS = AccessFilter(DEFAULT_TENANT, ("*",))
 
 Fusion = Literal["min_max", "rrf"]
 #: The fusion modes the benchmarks compare (the embedded backend's; z_score needs OpenSearch).
@@ -102,7 +106,7 @@ class Retriever:
         if not 1 <= top_k <= MAX_SEARCH_TOP_K:
             raise ValueError(f"top_k must be in [1, {MAX_SEARCH_TOP_K}], got {top_k}")
         request = SearchRequest(query=query, top_k=top_k, mode=mode)
-        response = await self.search_services[fusion].search(request)
+        response = await self.search_services[fusion].search(request, EVAL_ACCESS)
         return dedupe_doc_ids(passage.doc_id for passage in response.passages)
 
     async def run(self, dataset: Dataset, mode: SearchMode, top_k: int, fusion: str = "min_max") -> dict[str, list[str]]:

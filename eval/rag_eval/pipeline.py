@@ -48,7 +48,7 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_eval.datasets.types import Dataset, Query, Turn
-from rag_eval.harness import Retriever, dedupe_doc_ids, open_index, to_documents
+from rag_eval.harness import EVAL_ACCESS, Retriever, dedupe_doc_ids, open_index, to_documents
 from rag_eval.runs import RunConfig
 from rag_gateway.settings import GatewaySettings
 from rag_generator.answer_generator import AnswerGenerator
@@ -212,7 +212,7 @@ class Pipeline:
             return cached, True
         request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors)
         started = time.perf_counter()
-        response: SearchResponse = await self.retriever.search_services[config.fusion].search(request)
+        response: SearchResponse = await self.retriever.search_services[config.fusion].search(request, EVAL_ACCESS)
         ms = _ms(started)
         vectors = None
         passages = response.passages

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import httpx
 
+from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
+
+#: What a test that asks the retriever directly sends: the identity the gateway passes on for the
+#: stack's caller (auth off: tenant ``default``, user ``local``), so it sees what that caller ingested.
+RETRIEVER_HEADERS = {
+    IDENTITY_HEADER: encode_identity(Identity(tenant="default", user="local", scopes=["chat", "ingest", "admin"]))
+}
+
 DOCUMENTS = [
     {
         "id": "zorblax",
@@ -56,6 +64,7 @@ def chunk_ids_of(retriever: str, doc_id: str) -> set[str]:
         f"{retriever}/v1/search",
         json={"query": "the", "top_k": 200, "mode": "bm25", "filters": {"doc_id": doc_id}},
         timeout=30,
+        headers=RETRIEVER_HEADERS,
     )
     response.raise_for_status()
     hits = response.json()["passages"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .corpus import DOCUMENTS, chunk_ids_of as _chunk_ids_of
+from .corpus import DOCUMENTS, RETRIEVER_HEADERS, chunk_ids_of as _chunk_ids_of
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +74,10 @@ def test_follow_up_retrieval_finds_the_document_of_the_first_turn(running_stack)
         assert follow.status_code == 200, follow.text
         refined = follow.json()["refined_query"]
     hits = httpx.post(
-        f"{running_stack.urls['retriever']}/v1/search", json={"query": refined, "top_k": 3}, timeout=30
+        f"{running_stack.urls['retriever']}/v1/search",
+        json={"query": refined, "top_k": 3},
+        timeout=30,
+        headers=RETRIEVER_HEADERS,
     ).json()["passages"]
     assert hits[0]["doc_id"] == "zorblax"
 

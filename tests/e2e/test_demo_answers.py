@@ -10,6 +10,8 @@ import pytest
 
 from ragctl.ingest_client import IngestOptions, ingest
 
+from .corpus import RETRIEVER_HEADERS
+
 pytestmark = pytest.mark.e2e
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -17,7 +19,12 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 def _chunk_text(retriever: str, chunk_id: str, query: str) -> str:
     """The cited chunk's text as the retriever stores it (found by searching for its quote)."""
-    found = httpx.post(f"{retriever}/v1/search", json={"query": query, "top_k": 50, "mode": "bm25"}, timeout=60)
+    found = httpx.post(
+        f"{retriever}/v1/search",
+        json={"query": query, "top_k": 50, "mode": "bm25"},
+        timeout=60,
+        headers=RETRIEVER_HEADERS,
+    )
     found.raise_for_status()
     [text] = [p["text"] for p in found.json()["passages"] if p["chunk_id"] == chunk_id]
     return text

@@ -12,6 +12,8 @@ from urllib.parse import quote
 
 import httpx
 
+from .corpus import RETRIEVER_HEADERS
+
 FILE_NAME = "e2e-pump-runbook.md"
 RUNBOOK = """# Pump station runbook
 
@@ -40,6 +42,7 @@ def chunks_of(retriever: str, doc_id: str) -> list[tuple[list[str], str]]:
         f"{retriever}/v1/search",
         json={"query": "pump", "top_k": 50, "mode": "dense", "filters": {"doc_id": doc_id}},
         timeout=60,
+        headers=RETRIEVER_HEADERS,
     )
     response.raise_for_status()
     passages = sorted(response.json()["passages"], key=lambda p: int(p["chunk_id"].rsplit(":", 2)[1]))

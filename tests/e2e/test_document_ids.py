@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .corpus import chunk_ids_of
+from .corpus import RETRIEVER_HEADERS, chunk_ids_of
 
 GAMMA = {"id": "json-gamma.md", "title": "Gamma", "text": "Gamma rays are the most energetic photons."}
 HASH_ID = {"id": "notes#2?v=1/final", "title": "Notes", "text": "The second notes file is about comets."}
@@ -48,6 +48,6 @@ def test_an_id_with_url_syntax_deletes_exactly_that_document(running_stack) -> N
 def test_control_characters_in_an_id_are_a_422_on_both_services(running_stack) -> None:
     for base in (running_stack.gateway, running_stack.urls["retriever"]):
         for encoded in ("%01", "%09", "%0D", "%7F"):
-            response = httpx.delete(f"{base}/v1/documents/{encoded}", timeout=30)
+            response = httpx.delete(f"{base}/v1/documents/{encoded}", timeout=30, headers=RETRIEVER_HEADERS)
             assert response.status_code == 422, (base, encoded, response.text)
             assert "control character" in response.json()["error"]

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from rag_common.identity import Identity, identity_headers
 from ragctl.keys import create_local_admin_key
 from ragctl.stack import SERVICES, Stack, free_port, start_services
 
@@ -43,7 +44,9 @@ def test_internal_services_refuse_calls_without_the_service_credential(guarded_s
             response = httpx.request(method, f"{urls[service]}{path}", json=body, headers=headers, timeout=60)
             assert response.status_code == 401, (service, headers, response.text)
             assert "X-RAG-Service-Token" in response.json()["error"]
-        allowed = httpx.request(method, f"{urls[service]}{path}", json=body, headers={"X-RAG-Service-Token": token}, timeout=120)
+        # With the credential the call is served (the retriever also needs the caller's identity).
+        headers = {"X-RAG-Service-Token": token, **identity_headers(Identity(tenant="default", user="probe", scopes=["chat"]))}
+        allowed = httpx.request(method, f"{urls[service]}{path}", json=body, headers=headers, timeout=120)
         assert allowed.status_code == 200, (service, allowed.text)
         assert httpx.get(f"{urls[service]}/readyz", timeout=30).status_code == 200  # probes stay open
         document = httpx.get(f"{urls[service]}/openapi.json", timeout=30).json()

@@ -6,7 +6,7 @@ import httpx
 import numpy as np
 import pytest
 
-from .corpus import ZORBLAX_QUESTION, ingest_documents
+from .corpus import RETRIEVER_HEADERS, ZORBLAX_QUESTION, ingest_documents
 
 pytestmark = pytest.mark.e2e
 
@@ -20,6 +20,7 @@ def _search_with_vectors(retriever: str) -> dict:
         f"{retriever}/v1/search",
         json={"query": ZORBLAX_QUESTION, "top_k": 20, "include_embeddings": True},
         timeout=60,
+        headers=RETRIEVER_HEADERS,
     )
     assert response.status_code == 200, response.text
     return response.json()

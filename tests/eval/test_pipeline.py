@@ -28,6 +28,7 @@ from rag_common.schemas import (
 from rag_eval.datasets.types import Query, Turn
 from rag_eval.pipeline import Pipeline, StageNotAvailable, history_pairs
 from rag_eval.runs import parse_run
+from rag_retriever.backends.base import AccessFilter
 from rag_gateway.settings import GatewaySettings
 from rag_generator.settings import GeneratorSettings
 from rag_reranker.rerank_service import RerankService
@@ -53,7 +54,7 @@ class FakeSearch:
         order = np.argsort(self.vectors @ self.query)  # ascending cosine: retriever order = reversed relevance
         self.vectors = self.vectors[order]
 
-    async def search(self, request: SearchRequest) -> SearchResponse:
+    async def search(self, request: SearchRequest, access: AccessFilter) -> SearchResponse:
         self.requests.append(request)
         with_vectors = request.include_embeddings
         passages = [

@@ -16,11 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from ragctl.stack import SERVICES
 
 pytestmark = pytest.mark.e2e
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
+#: Who the fuzzer is to the internal services: every scope, in the stack's default tenant.
+FUZZ_IDENTITY = encode_identity(Identity(tenant="default", user="fuzzer", scopes=["chat", "ingest", "admin"]))
 #: Fixed, so a failure reproduces; schemathesis prints the seed and a replay command with each one.
 SEED = 20261124
 
@@ -46,6 +49,10 @@ def test_the_openapi_document_tells_the_truth(fuzzed_stack: dict[str, str], serv
         "--header",
         f"X-RAG-Service-Token: {fuzzed_stack['service_token']}",
     ]
+    if service != "gateway":
+        # The caller's identity as the gateway passes it on (the retriever's `RagIdentity` scheme,
+        # 401 without it; the other services ignore it).
+        command += ["--header", f"{IDENTITY_HEADER}: {FUZZ_IDENTITY}"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200, check=False)
     # The failures section first (it names each case and its curl), then the summary.
     failures = result.stdout.find("FAILURES")

@@ -21,10 +21,11 @@ import asyncio
 import re
 from collections.abc import AsyncIterable
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
+from rag_common.identity import IDENTITY_HEADER, Identity, decode_identity
 from rag_common.schemas import (
     Citation,
     GenerateRequest,
@@ -67,6 +68,10 @@ def _pieces(text: str) -> list[str]:
     return re.findall(r"\S+\s*", text)
 
 
+#: The ``X-RAG-Identity`` of each search the fake retriever received, decoded (None when absent).
+SEARCH_IDENTITIES: list[Identity | None] = []
+
+
 def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     app = FastAPI()
 
@@ -86,8 +91,10 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
         return RefineResponse(query=query, rewritten=rewritten, method=method, intent=intent, hyde_query=hyde_query)
 
     @app.post("/v1/search")
-    async def search(body: SearchRequest) -> SearchResponse:
+    async def search(body: SearchRequest, request: Request) -> SearchResponse:
         calls.append(("search", body.model_dump()))
+        header = request.headers.get(IDENTITY_HEADER)
+        SEARCH_IDENTITIES.append(decode_identity(header) if header else None)
         vectors = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
         passages = [
             Passage(

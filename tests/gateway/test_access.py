@@ -184,3 +184,16 @@ async def test_a_conversation_is_found_only_by_its_owner(gateway: str, redis_url
     assert follow_up.status_code == 404
     mine = httpx.get(f"{gateway}/v1/conversations/{cid}", headers={"Authorization": f"Bearer {alice}"})
     assert mine.status_code == 200 and len(mine.json()["turns"]) == 1  # mallory's attempts left no trace
+
+
+async def test_the_retriever_is_asked_on_the_callers_behalf(gateway: str, redis_url: str) -> None:
+    # The retriever searches only what the identity it is sent may read (tenant + ACL, inside the
+    # search): the gateway must send the caller's, on chat and on the OpenAI endpoint alike.
+    from .fake_services import SEARCH_IDENTITIES
+
+    token = await _key(redis_url, "chat", user="ada")
+    SEARCH_IDENTITIES.clear()
+    assert _call(gateway, "POST", "/v1/chat", token).status_code == 200
+    assert _call(gateway, "POST", "/v1/chat/completions", token).status_code == 200
+    assert [(i.tenant, i.user) for i in SEARCH_IDENTITIES if i is not None] == [("uni", "ada"), ("uni", "ada")]
+    assert None not in SEARCH_IDENTITIES

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_common.identity import IDENTITY_HEADER, decode_identity
 from rag_gateway.app import create_app
 from ragctl.in_process import serve_in_thread
 
@@ -24,6 +25,8 @@ class RecordingRetriever:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, bytes, bytes]] = []
+        #: The X-RAG-Identity header of each request (None when absent).
+        self.identities: list[str | None] = []
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "lifespan":
@@ -32,6 +35,9 @@ class RecordingRetriever:
             await send({"type": "lifespan.shutdown.complete"})
             return
         self.requests.append((scope["method"], scope["raw_path"], scope["query_string"]))
+        headers = dict(scope["headers"])
+        identity = headers.get(IDENTITY_HEADER.lower().encode())
+        self.identities.append(identity.decode() if identity else None)
         body = b'{"error": "no such document"}'
         await send({"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"application/json")]})
         await send({"type": "http.response.body", "body": body})
@@ -48,6 +54,7 @@ def recording_retriever() -> Iterator[tuple[str, RecordingRetriever]]:
 def gateway(redis_url: str, recording_retriever) -> Iterator[tuple[TestClient, RecordingRetriever]]:
     url, retriever = recording_retriever
     retriever.requests.clear()
+    retriever.identities.clear()
     with TestClient(create_app(gateway_settings(redis_url, url))) as client:
         yield client, retriever
 
@@ -103,3 +110,15 @@ def test_a_chat_with_a_malformed_conversation_id_is_a_422(gateway) -> None:
     response = client.post("/v1/chat", json={"conversation_id": "a/b", "message": "hello"})
     assert response.status_code == 422
     assert "conversation_id" in response.json()["error"]
+
+
+def test_document_calls_carry_the_callers_identity(gateway) -> None:
+    # The retriever scopes ingestion, listing and deletion to the caller's tenant (auth is off in
+    # these tests: the caller is the configured default identity).
+    client, retriever = gateway
+    client.post("/v1/documents", json={"documents": [{"text": "Some text."}]})
+    client.get("/v1/documents")
+    client.delete("/v1/documents/some-doc")
+    identities = [decode_identity(value) for value in retriever.identities if value is not None]
+    assert len(retriever.identities) == 3 and len(identities) == 3
+    assert {(i.tenant, i.user) for i in identities} == {("default", "local")}

@@ -73,6 +73,29 @@ def embedder() -> SentenceTransformerEmbedder:
     return model
 
 
+class CountingEmbedder:
+    """The real embedder, counting the document texts it is asked to embed (a re-ingest that reuses
+    stored vectors embeds none)."""
+
+    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
+        self._embedder = embedder
+        self.dim = embedder.dim
+        self.model_id = embedder.model_id
+        self.texts = 0
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        self.texts += len(texts)
+        return self._embedder.encode_documents(texts)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._embedder.encode_queries(texts)
+
+
+@pytest.fixture
+def counting_embedder(embedder: SentenceTransformerEmbedder) -> CountingEmbedder:
+    return CountingEmbedder(embedder)
+
+
 @pytest.fixture(scope="session")
 def tokenizer(embedder: SentenceTransformerEmbedder) -> EmbedderTokenizer:
     return EmbedderTokenizer(embedder)
@@ -84,7 +107,7 @@ def corpus_chunks(
 ) -> tuple[list[ChunkRecord], np.ndarray]:
     """The corpus chunked (one chunk per document) and embedded once for the whole session."""
     chunker = Chunker(tokenizer)
-    documents = [to_source_document(document) for document in corpus_documents]
+    documents = [to_source_document(document, document.metadata["tenant"]) for document in corpus_documents]
     chunks = [chunk for document in documents for chunk in chunker.chunk_document(document)]
     assert len(chunks) == len(CORPUS)
     return chunks, embedder.encode_documents([chunk.text for chunk in chunks])

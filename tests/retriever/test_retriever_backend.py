@@ -14,7 +14,9 @@ import pytest
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedBackend, EmbeddedIndex, IndexMismatchError
 from rag_retriever.chunking import Chunker
-from rag_retriever.ingestion import Ingestor
+from rag_common.schemas import DocumentIn
+from rag_retriever.backends.base import AccessFilter
+from rag_retriever.ingestion import Ingestor, to_source_document
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord
 
@@ -284,11 +286,47 @@ def fingerprint_before_content_hashes(chunk: ChunkRecord) -> str:
     return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def pre_tenant_corpus(corpus_documents) -> list[DocumentIn]:
+    """The corpus as a caller of the default tenant sends it (no ``metadata.tenant``)."""
+    return [
+        document.model_copy(update={"metadata": {k: v for k, v in document.metadata.items() if k != "tenant"}})
+        for document in corpus_documents
+    ]
+
+
+def write_old_index(path: Path, open_index, documents, tokenizer, embedder, monkeypatch, old_format: int) -> list:
+    """An index as the code of ``old_format`` wrote it: no tenant or readers in the payload or the
+    schema (format < 3), no content hash (format 1). Returns the chunks (as the current code makes them)."""
+    chunker = Chunker(tokenizer)
+    chunks = [chunk for document in documents for chunk in chunker.chunk_document(to_source_document(document))]
+    vectors = embedder.encode_documents([chunk.text for chunk in chunks])
+    old_chunks = [
+        dataclasses.replace(c, content_hash=None, doc_fingerprint=fingerprint_before_content_hashes(c), readers=[])
+        if old_format == 1
+        else dataclasses.replace(c, readers=[])
+        for c in chunks
+    ]
+    payload = ChunkRecord.to_payload
+
+    def old_payload(chunk: ChunkRecord) -> dict:
+        return {k: v for k, v in payload(chunk).items() if k not in ("tenant", "readers")}
+
+    with monkeypatch.context() as patch:
+        patch.setattr(embedded, "FORMAT_VERSION", old_format)
+        patch.setattr(ChunkRecord, "to_payload", old_payload)
+        old = open_index(path)
+        old.upsert(old_chunks, vectors)
+        old.close()
+    assert json.loads((path / "meta.json").read_text())["format"] == old_format
+    return chunks
+
+
 def write_format_1_index(path: Path, open_index, corpus_chunks, monkeypatch) -> None:
     """An index as the code before content hashes wrote it (schema without ``content_hash``)."""
     chunks, vectors = corpus_chunks
     old_chunks = [
-        dataclasses.replace(c, content_hash=None, doc_fingerprint=fingerprint_before_content_hashes(c)) for c in chunks
+        dataclasses.replace(c, content_hash=None, doc_fingerprint=fingerprint_before_content_hashes(c), readers=[])
+        for c in chunks
     ]
     with monkeypatch.context() as patch:
         patch.setattr(embedded, "FORMAT_VERSION", 1)
@@ -299,30 +337,64 @@ def write_format_1_index(path: Path, open_index, corpus_chunks, monkeypatch) -> 
 
 
 async def test_a_format_1_index_is_upgraded_in_place_and_reingesting_adds_the_hashes(
-    tmp_path, open_index, corpus_chunks, corpus_documents, embedder, tokenizer, monkeypatch
+    tmp_path, open_index, corpus_documents, embedder, counting_embedder, tokenizer, monkeypatch
 ):
     path = tmp_path / "index"
-    write_format_1_index(path, open_index, corpus_chunks, monkeypatch)
-    chunks, vectors = corpus_chunks
+    documents = pre_tenant_corpus(corpus_documents)
+    chunks = write_old_index(path, open_index, documents, tokenizer, embedder, monkeypatch, old_format=1)
+    vectors = embedder.encode_documents([chunks[4].text])
 
     upgraded = EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
     try:
-        assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 2
+        assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 3
         assert sorted(p.name for p in path.iterdir()) == ["meta.json", "tantivy", "vectors.hnsw"]
         assert await upgraded.count() == CORPUS_SIZE
-        assert doc_ids(await upgraded.search_dense(vectors[4], 1)) == ["tcp"]  # labels kept: the graph still fits
+        assert doc_ids(await upgraded.search_dense(vectors[0], 1)) == ["tcp"]  # labels kept: the graph still fits
         assert doc_ids(await upgraded.search_bm25("handshake", 1)) == ["tcp"]
         assert {info.content_hash for info in await upgraded.list_documents()} == {None}
         assert await upgraded.documents_with_content([chunks[4].content_hash]) == {}
 
-        # Re-ingesting the same documents is not skipped: their chunks lack the hash.
-        ingestor = Ingestor(upgraded, embedder, Chunker(tokenizer), ReadWriteLock())
-        result = await ingestor.ingest(corpus_documents)
+        # Re-ingesting the same documents is not skipped: their chunks lack the hash. Nothing is
+        # embedded again: the chunk ids are those of the old chunks, whose vectors are reused.
+        ingestor = Ingestor(upgraded, counting_embedder, Chunker(tokenizer), ReadWriteLock())
+        result = await ingestor.ingest(documents)
         assert (result.documents, result.skipped, result.duplicates) == (CORPUS_SIZE, 0, [])
-        listed = {info.doc_id: info.content_hash for info in await upgraded.list_documents()}
+        assert counting_embedder.texts == 0
+        listed = {info.doc_id: info.content_hash for info in await upgraded.list_documents(tenant="default")}
         assert listed["tcp"] == chunks[4].content_hash is not None
         assert await upgraded.documents_with_content([chunks[4].content_hash]) == {chunks[4].content_hash: ["tcp"]}
-        assert (await ingestor.ingest(corpus_documents)).skipped == CORPUS_SIZE
+        assert (await ingestor.ingest(documents)).skipped == CORPUS_SIZE
+    finally:
+        await upgraded.close()
+
+
+async def test_a_format_2_index_is_upgraded_to_tenant_default_readable_by_all_of_it(
+    tmp_path, open_index, corpus_documents, embedder, counting_embedder, tokenizer, monkeypatch
+):
+    path = tmp_path / "index"
+    documents = pre_tenant_corpus(corpus_documents)
+    chunks = write_old_index(path, open_index, documents, tokenizer, embedder, monkeypatch, old_format=2)
+    vector = embedder.encode_documents([chunks[4].text])[0]
+
+    upgraded = EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
+    try:
+        assert json.loads((path / "meta.json").read_text())["format"] == 3
+        anyone = AccessFilter("default", ("*", "user:someone"))
+        assert doc_ids(await upgraded.search_dense(vector, 1, access=anyone)) == ["tcp"]
+        assert doc_ids(await upgraded.search_bm25("handshake", 1, access=anyone)) == ["tcp"]
+        hits = await upgraded.search_dense(vector, CORPUS_SIZE, access=anyone)
+        assert len(hits) == CORPUS_SIZE
+        assert {(hit.chunk.tenant, tuple(hit.chunk.readers)) for hit in hits} == {("default", ("*",))}
+        other = AccessFilter("acme", ("*",))
+        assert await upgraded.search_dense(vector, 3, access=other) == []
+        assert await upgraded.search_bm25("handshake", 3, access=other) == []
+        # The content hashes of format 2 are kept; the documents are those of the default tenant.
+        listed = {info.doc_id: info.content_hash for info in await upgraded.list_documents(tenant="default")}
+        assert listed["tcp"] == chunks[4].content_hash
+        assert await upgraded.list_documents(tenant="acme") == []
+        ingestor = Ingestor(upgraded, counting_embedder, Chunker(tokenizer), ReadWriteLock())
+        assert (await ingestor.ingest(documents)).skipped == CORPUS_SIZE
+        assert counting_embedder.texts == 0
     finally:
         await upgraded.close()
 
@@ -350,7 +422,7 @@ def test_an_index_of_an_unknown_format_is_refused(tmp_path, open_index):
     open_index(tmp_path / "index").close()
     meta = tmp_path / "index" / "meta.json"
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 99}))
-    with pytest.raises(IndexMismatchError, match="has format 99, this code reads format 2 and upgrades formats 1"):
+    with pytest.raises(IndexMismatchError, match="has format 99, this code reads format 3 and upgrades formats 1, 2"):
         open_index(tmp_path / "index")
 
 

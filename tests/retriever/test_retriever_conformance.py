@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.backends.base import AccessFilter, FusionSettings, SearchBackend
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
@@ -320,6 +320,116 @@ async def test_searches_return_the_stored_vectors_only_when_asked(loaded: Search
                 assert float(np.linalg.norm(hit.vector)) == pytest.approx(1.0, abs=1e-5)
         for hit in with_vectors[0]:  # dense: score = (1 + cosine) / 2 of the returned vector
             assert hit.score == pytest.approx((1.0 + float(hit.vector @ vector)) / 2.0, abs=1e-3)
+
+
+# --------------------------------------------------------------------------- tenants and ACLs
+
+ACME_ANYONE = AccessFilter("acme", ("*", "user:zoe"))
+GLOBEX_ANYONE = AccessFilter("globex", ("*", "user:zoe"))
+
+
+async def search_every_mode(
+    backend: SearchBackend, query: str, vector: np.ndarray, k: int, access: AccessFilter, filters=None
+) -> dict[str, list[ScoredChunk]]:
+    return {
+        "dense": await backend.search_dense(vector, k, filters, access=access),
+        "bm25": await backend.search_bm25(query, k, filters, access=access),
+        "min_max": await backend.search_hybrid(query, vector, k, filters, MIN_MAX, access=access),
+        "rrf": await backend.search_hybrid(query, vector, k, filters, RRF, access=access),
+    }
+
+
+async def test_a_tenant_searches_lists_and_deletes_only_its_own_documents(loaded: SearchBackend, embedder, corpus):
+    tenant_of = {doc_id: tenant for doc_id, tenant, _, _ in corpus}
+    query = "volcano lava magma eruption the and of"  # globex's best match; stopwords reach every document
+    vector = query_vector(embedder, query)
+    for access, tenant in ((ACME_ANYONE, "acme"), (GLOBEX_ANYONE, "globex")):
+        for mode, hits in (await search_every_mode(loaded, query, vector, CORPUS_SIZE, access)).items():
+            assert hits, mode
+            assert {tenant_of[d] for d in doc_ids(hits)} == {tenant}, mode
+            assert {hit.chunk.tenant for hit in hits} == {tenant}, mode
+        listed = [info.doc_id for info in await loaded.list_documents(tenant=tenant)]
+        assert listed == sorted(d for d, t in tenant_of.items() if t == tenant)
+    # Another tenant's document is unknown to the caller: nothing deleted.
+    assert await loaded.delete_document("volcanoes", tenant="acme") == 0
+    assert await loaded.document_chunk_ids("volcanoes", tenant="acme") == set()
+    assert await loaded.document_fingerprint("volcanoes", tenant="acme") is None
+    assert "volcanoes" in doc_ids(await loaded.search_bm25("volcano", 3, access=GLOBEX_ANYONE))
+    assert await loaded.delete_document("volcanoes", tenant="globex") == 1
+    assert await loaded.search_bm25("volcano", 3, access=GLOBEX_ANYONE) == []
+
+
+async def test_two_tenants_may_hold_the_same_document_id(backend: SearchBackend, embedder):
+    texts = {"acme": "Acme's README: rockets and anvils.", "globex": "Globex's README: hammocks and magnets."}
+    chunks = [
+        dataclasses.replace(chunk("README.md", 0, text), chunk_id=f"README.md:0:{tenant}", tenant=tenant, content_hash="h")
+        for tenant, text in texts.items()
+    ]
+    await backend.upsert(chunks, embedder.encode_documents(list(texts.values())))
+    assert await backend.document_chunk_ids("README.md", tenant="acme") == {"README.md:0:acme"}
+    assert await backend.documents_with_content(["h"], tenant="acme") == {"h": ["README.md"]}
+    assert await backend.documents_with_content(["h"], tenant="initech") == {}
+    assert await backend.delete_document("README.md", tenant="acme") == 1
+    assert [h.chunk.text for h in await backend.search_bm25("readme", 5, access=GLOBEX_ANYONE)] == [texts["globex"]]
+    assert await backend.search_bm25("readme", 5, access=ACME_ANYONE) == []
+    assert [info.doc_id for info in await backend.list_documents(tenant="globex")] == ["README.md"]
+
+
+async def test_a_group_only_document_is_found_by_the_group_and_by_no_one_else(backend: SearchBackend, embedder):
+    documents = {
+        "payroll": ("Payroll bands of the geology department for next year.", ["group:finance"]),
+        "memo": ("A memo to ann about the geology field trip budget.", ["user:ann"]),
+        "handbook": ("The geology department handbook: field trips, budget, safety.", ["*"]),
+        "silent": ("Geology budget notes nobody may read.", []),  # an ACL naming nobody
+    }
+    chunks = [
+        dataclasses.replace(chunk(doc_id, 0, text), tenant="acme", readers=readers)
+        for doc_id, (text, readers) in documents.items()
+    ]
+    await backend.upsert(chunks, embedder.encode_documents([text for text, _ in documents.values()]))
+    query = "geology department budget"
+    vector = query_vector(embedder, query)
+    cases = [
+        (AccessFilter("acme", ("*", "user:bob", "group:finance")), {"payroll", "handbook"}),
+        (AccessFilter("acme", ("*", "user:ann")), {"memo", "handbook"}),
+        (AccessFilter("acme", ("*", "user:carl", "group:sales")), {"handbook"}),
+        (AccessFilter("globex", ("*", "user:ann", "group:finance")), set()),
+    ]
+    for access, readable in cases:
+        for mode, hits in (await search_every_mode(backend, query, vector, 10, access)).items():
+            assert set(doc_ids(hits)) == readable, (access, mode)
+
+
+async def test_a_narrow_acl_still_returns_k_readable_hits_in_every_mode(backend: SearchBackend, embedder):
+    # 200 chunks of one tenant, 10 of them readable by the group "few": the nearest and best-scoring
+    # chunks are mostly unreadable, so a search that filtered afterwards would come back short.
+    texts = [f"Maintenance report {i}: pump {i % 7} in hall {i % 11} was inspected and its seals replaced." for i in range(200)]
+    readable = {i for i in range(200) if i % 20 == 7}
+    chunks = [
+        dataclasses.replace(
+            chunk(f"report-{i}", 0, text), tenant="acme", readers=["group:few"] if i in readable else ["group:many"]
+        )
+        for i, text in enumerate(texts)
+    ]
+    vectors = embedder.encode_documents(texts)
+    await backend.upsert(chunks, vectors)
+    few = AccessFilter("acme", ("*", "user:ann", "group:few"))
+    query = "maintenance report pump seals inspected"
+    vector = query_vector(embedder, query)
+    readable_ids = {f"report-{i}" for i in readable}
+    everyone_top = doc_ids(await backend.search_dense(vector, 5))
+    assert not set(everyone_top) <= readable_ids  # the unfiltered top 5 is not what "few" may read
+    for mode, hits in (await search_every_mode(backend, query, vector, 5, few)).items():
+        assert len(hits) == 5, mode
+        assert set(doc_ids(hits)) <= readable_ids, mode
+    # Dense: exactly the 5 nearest of the readable chunks.
+    cosine = {f"report-{i}": float(vectors[i] @ vector) for i in readable}
+    exact = sorted(cosine, key=cosine.get, reverse=True)[:5]
+    assert doc_ids(await backend.search_dense(vector, 5, access=few)) == exact
+    # Combined with a field filter, access still applies inside the search.
+    only = {"doc_id": ["report-7", "report-8", "report-27"]}
+    assert sorted(doc_ids(await backend.search_dense(vector, 5, only, access=few))) == ["report-27", "report-7"]
+    assert sorted(doc_ids(await backend.search_bm25(query, 5, only, access=few))) == ["report-27", "report-7"]
 
 
 # --------------------------------------------------------------------------- quality on real data

@@ -139,7 +139,7 @@ async def test_duplicates_within_one_request_are_reported_for_each(service_inges
             DocumentIn(id="a", text=text),
             DocumentIn(id="unrelated", text="Something else entirely."),
             DocumentIn(id="b", text=text + "\n"),  # same content: outer whitespace is not content
-            DocumentIn(id="c", text=text, metadata={"tenant": "acme"}),
+            DocumentIn(id="c", text=text, metadata={"team": "acme"}),
         ]
     )
     assert result.doc_ids == ["a", "unrelated", "b", "c"]
@@ -149,6 +149,15 @@ async def test_duplicates_within_one_request_are_reported_for_each(service_inges
         DuplicateContent(doc_id="b", content_hash=digest, duplicate_of=["a", "c"]),
         DuplicateContent(doc_id="c", content_hash=digest, duplicate_of=["a", "b"]),
     ]
+
+
+async def test_duplicates_are_found_within_the_callers_tenant_only(service_ingestor):
+    text = "The cooling tower fan runs at 1450 rpm. Its belt is checked every week."
+    await service_ingestor.ingest([DocumentIn(id="theirs", text=text)], tenant="globex")
+    result = await service_ingestor.ingest([DocumentIn(id="mine", text=text)], tenant="acme")
+    assert result.duplicates == []
+    again = await service_ingestor.ingest([DocumentIn(id="mine-too", text=text)], tenant="acme")
+    assert again.duplicates == [DuplicateContent(doc_id="mine-too", content_hash=sha256(text), duplicate_of=["mine"])]
 
 
 async def test_reingesting_a_document_is_not_its_own_duplicate(service_ingestor):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from rag_common.schemas import DocumentIn
 from rag_retriever.app import create_app
 from rag_retriever.settings import RetrieverSettings
@@ -16,12 +17,25 @@ from rag_retriever.settings import RetrieverSettings
 UPLOAD_LIMIT_MB = 0.01  # 10 KiB, so the size check is cheap to exercise
 
 
+def identity_header(tenant: str = "acme", user: str = "ann", groups: tuple[str, ...] = ()) -> dict[str, str]:
+    """``X-RAG-Identity`` as the gateway sends it."""
+    identity = Identity(tenant=tenant, user=user, groups=list(groups), scopes=["chat", "ingest"])
+    return {IDENTITY_HEADER: encode_identity(identity)}
+
+
+def corpus_payload(corpus_documents: list[DocumentIn]) -> dict:
+    """The corpus as one caller of tenant ``acme`` sends it: its documents state no tenant of their own."""
+    documents = [document.model_copy(update={"metadata": {}}) for document in corpus_documents]
+    return {"documents": [document.model_dump(mode="json") for document in documents]}
+
+
 @pytest.fixture(scope="module")
 def client(tmp_path_factory, embedder, corpus_documents: list[DocumentIn]) -> Iterator[TestClient]:
     settings = RetrieverSettings(
         index_dir=str(tmp_path_factory.mktemp("http") / "index"), max_upload_mb=UPLOAD_LIMIT_MB
     )
-    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+    # Every request carries the identity of ann (tenant acme) unless a test sends another.
+    with TestClient(create_app(settings, embedder=embedder), headers=identity_header()) as test_client:
         yield test_client
 
 
@@ -32,7 +46,7 @@ def test_ready_after_startup(client):
 
 
 def test_ingest_json_then_search(client, corpus_documents):
-    payload = {"documents": [document.model_dump(mode="json") for document in corpus_documents]}
+    payload = corpus_payload(corpus_documents)
     response = client.post("/v1/documents", json=payload)
     assert response.status_code == 200, response.text
     body = response.json()
@@ -52,7 +66,7 @@ def test_ingest_json_then_search(client, corpus_documents):
 
 @pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
 def test_search_with_include_embeddings_returns_unit_vectors(client, corpus_documents, embedder, mode):
-    payload = {"documents": [document.model_dump(mode="json") for document in corpus_documents]}
+    payload = corpus_payload(corpus_documents)
     assert client.post("/v1/documents", json=payload).status_code == 200  # no-op if already ingested
     query = "the volcano and its lava crust"  # "the", "and": every document has a BM25 hit
     request = {"query": query, "mode": mode, "top_k": 5}
@@ -152,3 +166,81 @@ def test_bad_ingest_request_is_422_and_writes_nothing(client):
     assert response.status_code == 422
     assert "document text is empty" in response.json()["error"]
     assert client.get("/v1/documents").json() == before
+
+
+ROUTES = [
+    ("POST", "/v1/search", {"json": {"query": "lava"}}),
+    ("POST", "/v1/documents", {"json": {"documents": [{"id": "x", "text": "Text."}]}}),
+    ("POST", "/v1/documents/upload", {"files": [("files", ("x.txt", b"Text.", "text/plain"))]}),
+    ("GET", "/v1/documents", {}),
+    ("DELETE", "/v1/documents/jazz", {}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "request_kwargs"), ROUTES)
+def test_every_route_refuses_a_call_without_an_identity(client, method, path, request_kwargs):
+    before = client.get("/v1/documents").json()
+    response = client.request(method, path, headers={IDENTITY_HEADER: ""}, **request_kwargs)
+    assert response.status_code == 401
+    assert "missing X-RAG-Identity header" in response.json()["error"]
+    assert response.headers["www-authenticate"]
+    response = client.request(method, path, headers={IDENTITY_HEADER: "not base64 json"}, **request_kwargs)
+    assert response.status_code == 422
+    assert response.json()["error"] == "malformed X-RAG-Identity header"
+    assert client.get("/v1/documents").json() == before  # nothing written, nothing deleted
+
+
+def test_the_openapi_document_declares_the_identity_and_the_401(client):
+    document = client.get("/openapi.json").json()
+    assert document["components"]["securitySchemes"]["RagIdentity"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-RAG-Identity",
+        "description": document["components"]["securitySchemes"]["RagIdentity"]["description"],
+    }
+    for method, path, _ in ROUTES:
+        operation = document["paths"][path.replace("/jazz", "/{doc_id}")][method.lower()]
+        assert operation["security"] == [{"RagIdentity": []}]
+        assert "401" in operation["responses"]
+
+
+def test_tenants_do_not_see_or_touch_each_others_documents(client, corpus_documents):
+    assert client.post("/v1/documents", json=corpus_payload(corpus_documents)).status_code == 200
+    globex = identity_header("globex", "bob")
+    # The same id in another tenant is another document.
+    response = client.post("/v1/documents", json={"documents": [{"id": "jazz", "text": "Globex jazz club minutes."}]}, headers=globex)
+    assert response.status_code == 200 and response.json()["duplicates"] == []
+    assert [d["doc_id"] for d in client.get("/v1/documents", headers=globex).json()["documents"]] == ["jazz"]
+    assert "photosynthesis" in [d["doc_id"] for d in client.get("/v1/documents").json()["documents"]]
+
+    for mode in ("dense", "bm25", "hybrid"):
+        request = {"query": "saxophonist solo over a twelve-bar blues jazz", "mode": mode, "top_k": 5}
+        theirs = client.post("/v1/search", json=request, headers=globex).json()["passages"]
+        assert [p["text"] for p in theirs] == ["Globex jazz club minutes."]
+        mine = client.post("/v1/search", json=request).json()["passages"]
+        assert "Globex jazz club minutes." not in [p["text"] for p in mine] and len(mine) == 5
+
+    # Another tenant's id is the 404 of an unknown one, and deleting one's own leaves the other's.
+    assert client.delete("/v1/documents/photosynthesis", headers=globex).status_code == 404
+    assert client.delete("/v1/documents/jazz", headers=globex).json() == {"doc_id": "jazz", "deleted_chunks": 1}
+    assert any(d["doc_id"] == "jazz" for d in client.get("/v1/documents").json()["documents"])
+
+
+def test_a_document_with_an_acl_is_found_only_by_its_readers(client):
+    secret = {"id": "salaries", "text": "The salary bands of the oceanography department.", "acl": {"groups": ["hr"]}}
+    assert client.post("/v1/documents", json={"documents": [secret]}).status_code == 200
+    request = {"query": "oceanography salary bands", "mode": "bm25", "top_k": 5}
+    hr = identity_header("acme", "carol", groups=("hr",))
+    assert [p["doc_id"] for p in client.post("/v1/search", json=request, headers=hr).json()["passages"]] == ["salaries"]
+    assert "salaries" not in [p["doc_id"] for p in client.post("/v1/search", json=request).json()["passages"]]
+    named = {**secret, "acl": {"users": ["ann"]}}  # the ACL changes, the text does not
+    assert client.post("/v1/documents", json={"documents": [named]}).json()["documents"] == 1
+    assert [p["doc_id"] for p in client.post("/v1/search", json=request).json()["passages"]] == ["salaries"]
+    assert client.post("/v1/search", json=request, headers=hr).json()["passages"] == []
+
+
+def test_a_document_claiming_another_tenant_is_422(client):
+    document = {"id": "planted", "text": "Planted.", "metadata": {"tenant": "globex"}}
+    response = client.post("/v1/documents", json={"documents": [document]})
+    assert response.status_code == 422
+    assert "not the caller's tenant 'acme'" in response.json()["error"]

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
-from rag_common.schemas import DocumentIn, IngestFailure
-from rag_retriever.ingestion import default_doc_id
+from rag_common.errors import InvalidInput
+from rag_common.schemas import DocumentAcl, DocumentIn, IngestFailure
+from rag_retriever.backends.base import AccessFilter
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import Ingestor, default_doc_id
+from rag_retriever.locking import ReadWriteLock
 
 LONG_TEXT = " ".join(f"Paragraph sentence {i} describes step {i} of the deployment runbook." for i in range(30))
 
@@ -47,11 +52,72 @@ async def test_a_changed_document_replaces_exactly_its_old_chunks(ingestor, back
 
 
 async def test_a_metadata_only_change_is_not_skipped(ingestor, backend):
-    await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"tenant": "acme"})])
-    result = await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"tenant": "globex"})])
+    await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"content_type": "text/x-memo"})])
+    result = await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"content_type": "text/x-note"})])
     assert (result.documents, result.skipped) == (1, 0)
-    assert await backend.search_bm25("memo", k=5, filters={"tenant": "acme"}) == []
-    assert len(await backend.search_bm25("memo", k=5, filters={"tenant": "globex"})) == 1
+    assert await backend.search_bm25("memo", k=5, filters={"content_type": "text/x-memo"}) == []
+    assert len(await backend.search_bm25("memo", k=5, filters={"content_type": "text/x-note"})) == 1
+
+
+async def test_an_acl_only_change_updates_the_readers_without_re_embedding(backend, counting_embedder, tokenizer):
+    counting = counting_embedder
+    ingestor = Ingestor(backend, counting, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
+    first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], tenant="acme")
+    assert counting.texts == first.chunks > 2
+    before = await backend.document_vectors("runbook", tenant="acme")
+    ops, others = AccessFilter("acme", ("*", "user:ann", "group:ops")), AccessFilter("acme", ("*", "user:bob"))
+    assert len(await backend.search_bm25("deployment runbook", k=50, access=others)) == first.chunks
+
+    acl = DocumentAcl(groups=["ops"])
+    second = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT, acl=acl)], tenant="acme")
+    assert (second.documents, second.chunks, second.skipped) == (1, first.chunks, 0)
+    assert counting.texts == first.chunks  # nothing embedded again
+    after = await backend.document_vectors("runbook", tenant="acme")
+    assert after.keys() == before.keys()
+    assert all(np.array_equal(after[chunk_id], before[chunk_id]) for chunk_id in before)
+    assert await backend.search_bm25("deployment runbook", k=50, access=others) == []
+    readable = await backend.search_bm25("deployment runbook", k=50, access=ops)
+    assert len(readable) == first.chunks
+    assert {tuple(hit.chunk.readers) for hit in readable} == {("group:ops",)}
+    # The same ACL again is unchanged; dropping it makes the document everyone's again.
+    assert (await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT, acl=acl)], tenant="acme")).skipped == 1
+    await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], tenant="acme")
+    assert len(await backend.search_bm25("deployment runbook", k=50, access=others)) == first.chunks
+    assert counting.texts == first.chunks
+
+
+async def test_documents_are_identified_by_tenant_and_id(ingestor, backend):
+    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds rockets.")], tenant="acme")
+    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds rockets.")], tenant="globex")
+    acme, globex = AccessFilter("acme", ("*",)), AccessFilter("globex", ("*",))
+    assert await backend.document_chunk_ids("README.md", tenant="acme") != await backend.document_chunk_ids(
+        "README.md", tenant="globex"
+    )
+    # Changing one tenant's document leaves the other's alone.
+    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds anvils.")], tenant="acme")
+    assert [hit.chunk.text for hit in await backend.search_bm25("acme", k=5, access=globex)] == ["Acme builds rockets."]
+    assert [hit.chunk.text for hit in await backend.search_bm25("acme", k=5, access=acme)] == ["Acme builds anvils."]
+    assert [hit.chunk.tenant for hit in await backend.search_bm25("acme", k=5, access=acme)] == ["acme"]
+    # Deleting is within the tenant: another tenant's id is not found.
+    assert await ingestor.delete("README.md", tenant="initech") == 0
+    assert await ingestor.delete("README.md", tenant="acme") == 1
+    assert await backend.search_bm25("acme", k=5, access=acme) == []
+    assert len(await backend.search_bm25("acme", k=5, access=globex)) == 1
+    assert [info.doc_id for info in await backend.list_documents(tenant="globex")] == ["README.md"]
+    assert await backend.list_documents(tenant="acme") == []
+
+
+async def test_a_document_claiming_another_tenant_refuses_the_request(ingestor, backend):
+    documents = [
+        DocumentIn(id="fine", text="Fine."),
+        DocumentIn(id="mine", text="Mine.", metadata={"tenant": "acme"}),
+        DocumentIn(id="theirs", text="Theirs.", metadata={"tenant": "globex"}),
+    ]
+    with pytest.raises(InvalidInput, match="metadata.tenant of theirs is not the caller's tenant 'acme'"):
+        await ingestor.ingest(documents, tenant="acme")
+    assert await backend.count() == 0
+    result = await ingestor.ingest(documents[:2], tenant="acme")
+    assert result.doc_ids == ["fine", "mine"]
 
 
 async def test_documents_without_id_get_a_content_hash(ingestor, backend):
@@ -93,3 +159,16 @@ async def test_delete_goes_through_the_write_lock(ingestor, backend):
     assert await ingestor.delete("temp") == result.chunks > 1
     assert await backend.count() == 0
     assert await ingestor.delete("temp") == 0
+
+
+async def test_a_changed_document_embeds_only_its_new_chunks(backend, counting_embedder, tokenizer):
+    ingestor = Ingestor(backend, counting_embedder, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
+    first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)])
+    assert counting_embedder.texts == first.chunks
+    longer = LONG_TEXT + " A closing sentence about the rollback plan."
+    second = await ingestor.ingest([DocumentIn(id="runbook", text=longer)])
+    assert second.documents == 1
+    # Only the chunks whose text changed (the last one or two) were embedded again.
+    assert 1 <= counting_embedder.texts - first.chunks <= 2 < second.chunks
+    hits = await backend.search_bm25("rollback plan", k=1)
+    assert "rollback plan" in hits[0].chunk.text

@@ -18,7 +18,7 @@ import pytest
 from opensearch_fake import FakeCluster, hit, hits_answer
 
 from rag_common.schemas import DocumentIn, DocumentInfo
-from rag_retriever.backends.base import ChunkWriteError, ChunkWriteFailure, FusionSettings, IndexMismatchError
+from rag_retriever.backends.base import AccessFilter, ChunkWriteError, ChunkWriteFailure, FusionSettings, IndexMismatchError
 from rag_retriever.backends.opensearch import OpenSearchBackend
 from rag_retriever.backends.opensearch_requests import IndexConfig, pipeline_name
 from rag_retriever.chunking import Chunker
@@ -29,7 +29,7 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 ALIAS = "rag-chunks"
 NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP = "2025-01-02T03:04:05.678+00:00"
-PHYSICAL = "rag-chunks-v2-20250102-030405"
+PHYSICAL = "rag-chunks-v3-20250102-030405"
 CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
 SOURCE_EXCLUDES = {"excludes": ["embedding"]}
@@ -37,6 +37,9 @@ ACME = {"tenant": ["acme"]}
 KNN = {"vector": [0.5, 0.5, 0.5, 0.5], "k": 5, "method_parameters": {"ef_search": 100}}
 ACME_FILTER = {"bool": {"filter": [{"terms": {"tenant": ["acme"]}}]}}
 MULTI_MATCH = {"multi_match": {"query": "volcano lava", "fields": ["text", "title^2"], "type": "most_fields"}}
+#: Ann of acme, in the geo group: what she may read, and the clauses that say it in every query.
+ANN = AccessFilter("acme", ("*", "user:ann", "group:geo"))
+ANN_CLAUSES = [{"term": {"tenant": "acme"}}, {"terms": {"readers": ["*", "user:ann", "group:geo"]}}]
 
 
 def chunk(doc_id: str, index: int, text: str, **fields) -> ChunkRecord:
@@ -48,8 +51,9 @@ def chunk(doc_id: str, index: int, text: str, **fields) -> ChunkRecord:
 
 VOLCANO_HASH = "9a" * 32
 VOLCANO = chunk("volcanoes", 0, "Lava rises.", page=3, section_path=["Geology", "Volcanoes"], content_hash=VOLCANO_HASH,
-                metadata={"tenant": "acme", "content_type": "text/markdown", "acl": ["geo", "staff"], "year": 2024})
-JAZZ = chunk("jazz", 0, "| Style | Era |", table_id="jazz-t1", metadata={"tenant": "globex", "content_type": "text/plain"})
+                metadata={"tenant": "acme", "content_type": "text/markdown", "acl": ["geo", "staff"], "year": 2024},
+                tenant="acme", readers=["group:geo", "user:ann"])
+JAZZ = chunk("jazz", 0, "| Style | Era |", table_id="jazz-t1", metadata={"content_type": "text/plain"}, tenant="globex")
 
 
 def source_of(record: ChunkRecord) -> dict:
@@ -58,6 +62,7 @@ def source_of(record: ChunkRecord) -> dict:
         "chunk_id": record.chunk_id, "doc_id": record.doc_id, "text": record.text, "title": record.title,
         "source": record.source, "chunk_index": record.chunk_index, "section_path": record.section_path,
         "doc_fingerprint": record.doc_fingerprint, "metadata": record.metadata,
+        "tenant": record.tenant, "readers": record.readers,
         "created_at": STAMP, "updated_at": STAMP,
     }
     if record.page is not None:
@@ -86,12 +91,12 @@ async def backend(cluster: FakeCluster):
 EXPECTED_TEMPLATE = {
     "index_patterns": ["rag-chunks-v*"],
     "priority": 100,
-    "version": 2,
+    "version": 3,
     "template": {
         "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"template_version": 2, "model_id": "test-model", "dim": 4},
+            "_meta": {"template_version": 3, "model_id": "test-model", "dim": 4},
             "properties": {
                 "embedding": {
                     "type": "knn_vector",
@@ -119,6 +124,7 @@ EXPECTED_TEMPLATE = {
                 "table_id": {"type": "keyword"},
                 "doc_fingerprint": {"type": "keyword"},
                 "content_hash": {"type": "keyword"},
+                "readers": {"type": "keyword"},
                 "page": {"type": "integer"},
                 "chunk_index": {"type": "integer"},
                 "metadata": {"type": "object", "enabled": False},
@@ -167,7 +173,7 @@ async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_c
     }
 
 
-def mapping_answer(dim: int, model_id: str, version: int = 2) -> dict:
+def mapping_answer(dim: int, model_id: str, version: int = 3) -> dict:
     return {
         PHYSICAL: {
             "mappings": {
@@ -190,30 +196,50 @@ async def test_ensure_index_keeps_an_existing_alias_after_checking_its_vectors(b
     ]
 
 
-async def test_ensure_index_adds_the_content_hash_field_to_a_version_1_index_in_place(backend, cluster):
-    # An index created by the previous code (template version 1) would refuse every chunk that carries
-    # content_hash ("dynamic": "strict"): the field is added to its mapping, and its _meta moves to 2.
+#: After an upgrade from before version 3: the old chunks become the default tenant's, readable by all of it.
+ACCESS_BACKFILL = {
+    "query": {"bool": {"must_not": [{"exists": {"field": "readers"}}]}},
+    "script": {
+        "lang": "painless",
+        "source": "ctx._source.tenant = params.tenant; ctx._source.readers = params.readers",
+        "params": {"tenant": "default", "readers": ["*"]},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("version", "added"),
+    [(1, {"content_hash": {"type": "keyword"}, "readers": {"type": "keyword"}}), (2, {"readers": {"type": "keyword"}})],
+)
+async def test_ensure_index_upgrades_an_older_index_in_place_and_gives_its_chunks_the_default_tenant(
+    backend, cluster, version, added
+):
+    # An index created by older code would refuse every chunk that carries the new fields ("dynamic":
+    # "strict"): they are added to its mapping, its _meta moves to 3, and its chunks (without readers,
+    # so no search would find them) become the default tenant's, readable by all of it.
     cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
-    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", version=1))
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", version=version))
+    cluster.routes[("POST", f"/{PHYSICAL}/_update_by_query")] = (200, {"updated": 12, "failures": []})
     await backend.ensure_index()
-    assert [(c.method, c.path, c.body) for c in cluster.calls][2:] == [
-        ("GET", "/rag-chunks/_mapping", None),
+    assert [(c.method, c.path, c.params, c.body) for c in cluster.calls][2:] == [
+        ("GET", "/rag-chunks/_mapping", {}, None),
         (
-            "PUT", f"/{PHYSICAL}/_mapping",
-            {
-                "_meta": {"template_version": 2, "model_id": "test-model", "dim": 4},
-                "properties": {"content_hash": {"type": "keyword"}},
-            },
+            "PUT", f"/{PHYSICAL}/_mapping", {},
+            {"_meta": {"template_version": 3, "model_id": "test-model", "dim": 4}, "properties": added},
         ),
-        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", MIN_MAX_PIPELINE),
+        ("POST", f"/{PHYSICAL}/_update_by_query", {"conflicts": "proceed", "refresh": "true"}, ACCESS_BACKFILL),
+        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
     ]
 
 
 def test_only_an_index_behind_by_added_fields_is_upgraded_in_place():
     from rag_retriever.backends.opensearch_requests import mapping_upgrade_body
 
-    assert mapping_upgrade_body({"_meta": {"template_version": 2}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 2}}) == {
+        "_meta": {"template_version": 3}, "properties": {"readers": {"type": "keyword"}},
+    }
     assert mapping_upgrade_body({"_meta": {"template_version": 3}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 4}}) is None
     assert mapping_upgrade_body({"_meta": {"template_version": 0}}) is None  # version 1 changed more: reindex
     assert mapping_upgrade_body({}) is None
 
@@ -306,6 +332,47 @@ async def test_bm25_query_is_multi_match_with_filter_context(backend, cluster):
         "query": {"bool": {"must": [MULTI_MATCH], "filter": [{"terms": {"tenant": ["acme"]}}]}},
     }
     assert unfiltered.body == {"size": 7, "_source": SOURCE_EXCLUDES, "query": MULTI_MATCH}
+
+
+async def test_every_query_filters_on_tenant_and_readers_inside_the_search(backend, cluster):
+    await backend.search_dense(QUERY_VECTOR, 5, access=ANN)
+    await backend.search_dense(QUERY_VECTOR, 5, ACME, access=ANN)
+    await backend.search_bm25("volcano lava", 7, access=ANN)
+    await backend.search_bm25("volcano lava", 7, {"content_type": ["text/plain"]}, access=ANN)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), access=ANN)
+    dense, dense_filtered, bm25, bm25_filtered, _, hybrid = cluster.calls
+    # Inside the knn clause (efficient filtering: k readable hits however narrow the ACL), access first.
+    assert dense.body == {
+        "size": 5,
+        "_source": SOURCE_EXCLUDES,
+        "query": {"knn": {"embedding": {**KNN, "filter": {"bool": {"filter": ANN_CLAUSES}}}}},
+    }
+    assert dense_filtered.body["query"]["knn"]["embedding"]["filter"] == {
+        "bool": {"filter": [*ANN_CLAUSES, {"terms": {"tenant": ["acme"]}}]}
+    }
+    # Filter context of the BM25 bool: membership only, the score untouched.
+    assert bm25.body == {
+        "size": 7,
+        "_source": SOURCE_EXCLUDES,
+        "query": {"bool": {"must": [MULTI_MATCH], "filter": ANN_CLAUSES}},
+    }
+    assert bm25_filtered.body["query"] == {
+        "bool": {"must": [MULTI_MATCH], "filter": [*ANN_CLAUSES, {"terms": {"content_type": ["text/plain"]}}]}
+    }
+    # Both hybrid sub-queries: neither list can bring an unreadable chunk into the fusion.
+    assert hybrid.params == {"search_pipeline": "rag-chunks-hybrid-minmax"}
+    assert hybrid.body == {
+        "size": 50,
+        "_source": SOURCE_EXCLUDES,
+        "query": {
+            "hybrid": {
+                "queries": [
+                    {"knn": {"embedding": {**KNN, "k": 50, "filter": {"bool": {"filter": ANN_CLAUSES}}}}},
+                    {"bool": {"must": [MULTI_MATCH], "filter": ANN_CLAUSES}},
+                ]
+            }
+        },
+    }
 
 
 async def test_hybrid_query_has_dense_then_bm25_each_filtered_and_names_its_pipeline(backend, cluster):
@@ -491,6 +558,7 @@ async def test_upsert_sends_index_actions_keyed_by_chunk_id_and_waits_for_refres
             "page": 3,
             "content_hash": VOLCANO_HASH,
             "tenant": "acme",
+            "readers": ["group:geo", "user:ann"],
             "content_type": "text/markdown",
             "acl": ["geo", "staff"],
             "created_at": STAMP,
@@ -507,9 +575,10 @@ async def test_upsert_sends_index_actions_keyed_by_chunk_id_and_waits_for_refres
             "chunk_index": 0,
             "section_path": [],
             "doc_fingerprint": "fp-jazz",
-            "metadata": {"tenant": "globex", "content_type": "text/plain"},
+            "metadata": {"content_type": "text/plain"},
             "table_id": "jazz-t1",
             "tenant": "globex",
+            "readers": ["*"],
             "content_type": "text/plain",
             "created_at": STAMP,
             "updated_at": STAMP,
@@ -552,6 +621,13 @@ async def test_delete_document_is_a_refreshed_delete_by_query_on_doc_id(backend,
     assert (call.method, call.path, call.params, call.body) == (
         "POST", "/rag-chunks/_delete_by_query", {"refresh": "true"}, {"query": {"term": {"doc_id": "volcanoes"}}},
     )
+    # Within a tenant: another tenant's document of the same id is left alone.
+    assert await backend.delete_document("volcanoes", tenant="acme") == 3
+    assert cluster.calls[1].body == {"query": ACME_VOLCANOES}
+
+
+#: A document is (tenant, doc_id).
+ACME_VOLCANOES = {"bool": {"filter": [{"term": {"doc_id": "volcanoes"}}, {"term": {"tenant": "acme"}}]}}
 
 
 async def test_reindex_swaps_the_alias_atomically_in_one_request(backend, cluster):
@@ -595,6 +671,34 @@ async def test_document_chunk_ids_pages_with_search_after(backend, cluster, monk
     assert second.body == {**first.body, "search_after": ["doc:1:x"]}
 
 
+async def test_per_document_reads_are_scoped_to_the_tenant(backend, cluster):
+    await backend.document_chunk_ids("volcanoes", tenant="acme")
+    await backend.document_fingerprint("volcanoes", tenant="acme")
+    chunk_ids, fingerprint = cluster.calls
+    assert chunk_ids.body == {"size": 1000, "_source": False, "query": ACME_VOLCANOES, "sort": [{"chunk_id": "asc"}]}
+    assert fingerprint.body == {"size": 1, "_source": ["doc_fingerprint"], "query": ACME_VOLCANOES}
+
+
+async def test_document_vectors_pages_through_the_stored_vectors(backend, cluster, monkeypatch):
+    monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
+    ids = [f"volcanoes:{i}:x" for i in range(3)]
+    vectors = [np.array([0.1, -0.7, 1 / 3, 0.6], dtype=np.float32) * (i + 1) for i in range(3)]
+
+    def stored(i: int) -> dict:
+        return {"_id": ids[i], "_score": None, "sort": [ids[i]], "_source": {"chunk_id": ids[i], "embedding": vectors[i].tolist()}}
+
+    cluster.searches.extend([hits_answer([stored(0), stored(1)]), hits_answer([stored(2)])])
+    found = await backend.document_vectors("volcanoes", tenant="acme")
+    assert {chunk_id: vector.tobytes() for chunk_id, vector in found.items()} == {
+        ids[i]: vectors[i].tobytes() for i in range(3)
+    }
+    first, second = cluster.calls
+    assert first.body == {
+        "size": 2, "_source": ["chunk_id", "embedding"], "query": ACME_VOLCANOES, "sort": [{"chunk_id": "asc"}],
+    }
+    assert second.body == {**first.body, "search_after": [ids[1]]}
+
+
 async def test_document_fingerprint(backend, cluster):
     cluster.searches.append(hits_answer([hit({"chunk_id": "d:0:x", "doc_fingerprint": "fp"}, 1.0)]))
     assert await backend.document_fingerprint("d") == "fp"
@@ -636,6 +740,14 @@ async def test_list_documents_pages_a_composite_aggregation(backend, cluster, mo
     assert second.body["aggs"]["docs"]["composite"]["after"] == {"doc_id": "b"}
 
 
+async def test_list_documents_of_a_tenant(backend, cluster):
+    cluster.searches.append({"aggregations": {"docs": {"buckets": []}}})
+    assert await backend.list_documents(tenant="acme") == []
+    [call] = cluster.calls
+    assert call.body["query"] == {"term": {"tenant": "acme"}}
+    assert call.body["size"] == 0 and "docs" in call.body["aggs"]
+
+
 async def test_documents_with_content_aggregates_doc_ids_per_hash(backend, cluster, monkeypatch):
     monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
 
@@ -673,6 +785,12 @@ async def test_documents_with_content_aggregates_doc_ids_per_hash(backend, clust
     assert await backend.documents_with_content([]) == {}
     assert len(cluster.calls) == 2
 
+    # Duplicates are looked for within the caller's tenant.
+    await backend.documents_with_content(["h1"], tenant="acme")
+    assert cluster.calls[2].body["query"] == {
+        "bool": {"filter": [{"terms": {"content_hash": ["h1"]}}, {"term": {"tenant": "acme"}}]}
+    }
+
 
 async def test_count_reads_the_alias(backend, cluster):
     cluster.routes[("POST", "/rag-chunks/_count")] = (200, {"count": 42})
@@ -706,8 +824,9 @@ async def test_ingestor_reports_a_document_the_index_rejected_and_removes_its_pa
     assert (result.documents, result.doc_ids) == (1, ["good"])
     [failure] = result.failed
     assert failure.name == "bad" and "illegal_argument_exception: no (HTTP 400)" in failure.reason
-    deletes = [c.body["query"]["term"]["doc_id"] for c in cluster.requests("POST", "/rag-chunks/_delete_by_query")]
-    assert deletes == ["good", "bad", "bad"]  # replace both, then remove what went in of the rejected one
+    deletes = [c.body["query"]["bool"]["filter"] for c in cluster.requests("POST", "/rag-chunks/_delete_by_query")]
+    # Replace both, then remove what went in of the rejected one; each within the caller's tenant.
+    assert deletes == [[{"term": {"doc_id": d}}, {"term": {"tenant": "default"}}] for d in ("good", "bad", "bad")]
     await backend.close()
 
 
@@ -735,7 +854,7 @@ async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monke
         assert (template.path, head.path, pipeline.path) == (
             "/_index_template/kb-template", "/_alias/kb", "/_search/pipeline/kb-hybrid-zscore-dense600"
         )
-        assert re.fullmatch(r"/kb-v2-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
+        assert re.fullmatch(r"/kb-v3-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
         assert template.body["template"]["mappings"]["properties"]["embedding"]["method"] == {
             "name": "hnsw", "engine": "lucene", "space_type": "innerproduct",
             "parameters": {"m": 24, "ef_construction": 128},

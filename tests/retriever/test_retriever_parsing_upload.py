@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from rag_retriever.app import create_app
 from rag_retriever.settings import RetrieverSettings
 from retriever_sample_files import (
@@ -31,7 +32,8 @@ def client(tmp_path_factory, embedder) -> Iterator[TestClient]:
         chunk_tokens=CHUNK_TOKENS,
         chunk_overlap_tokens=20,
     )
-    with TestClient(create_app(settings, embedder=embedder)) as test_client:
+    identity = encode_identity(Identity(tenant="acme", user="ann", scopes=["ingest"]))
+    with TestClient(create_app(settings, embedder=embedder), headers={IDENTITY_HEADER: identity}) as test_client:
         yield test_client
 
 

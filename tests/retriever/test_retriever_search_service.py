@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from rag_common.schemas import DocumentIn, SearchRequest
-from rag_retriever.backends.base import FusionSettings
+from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
@@ -23,10 +23,16 @@ async def indexed(
 ) -> AsyncIterator[tuple[EmbeddedBackend, ReadWriteLock]]:
     backend = EmbeddedBackend(tmp_path_factory.mktemp("search") / "index", dim=embedder.dim, model_id=embedder.model_id)
     lock = ReadWriteLock()
-    result = await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(corpus_documents)
+    # One tenant ("corp") holding the whole corpus, so every search sees all of it.
+    documents = [document.model_copy(update={"metadata": {}}) for document in corpus_documents]
+    result = await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, tenant="corp")
     assert result.documents == len(corpus_documents)
     yield backend, lock
     await backend.close()
+
+
+#: Everyone of the tenant holding the corpus.
+CORP = AccessFilter("corp", ("*", "user:ann"))
 
 
 def service(indexed, embedder, fusion: str = "min_max", **kwargs) -> SearchService:
@@ -65,43 +71,43 @@ CASES_WITH_FUSION = [
 
 @pytest.mark.parametrize(("mode", "query", "expected", "fusion"), CASES_WITH_FUSION)
 async def test_each_mode_ranks_the_expected_document_first(indexed, embedder, mode, query, expected, fusion):
-    response = await service(indexed, embedder, fusion).search(SearchRequest(query=query, mode=mode, top_k=3))
+    response = await service(indexed, embedder, fusion).search(SearchRequest(query=query, mode=mode, top_k=3), CORP)
     assert response.mode == mode
     assert response.passages[0].doc_id == expected, [p.doc_id for p in response.passages]
 
 
 @pytest.mark.parametrize(("query", "expected"), PARAPHRASES)
 async def test_bm25_misses_the_paraphrases_dense_finds(indexed, embedder, query, expected):
-    response = await service(indexed, embedder).search(SearchRequest(query=query, mode="bm25", top_k=1))
+    response = await service(indexed, embedder).search(SearchRequest(query=query, mode="bm25", top_k=1), CORP)
     assert [p.doc_id for p in response.passages] != [expected]
 
 
 async def test_scores_are_the_modes_scores(indexed, embedder):
     search = service(indexed, embedder)
     for mode in ("dense", "hybrid"):
-        response = await search.search(SearchRequest(query="volcanic eruption", mode=mode, top_k=12))
+        response = await search.search(SearchRequest(query="volcanic eruption", mode=mode, top_k=12), CORP)
         scores = [p.score for p in response.passages]
         assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
-    hybrid = await search.search(SearchRequest(query="volcanic eruption", mode="hybrid", top_k=12))
+    hybrid = await search.search(SearchRequest(query="volcanic eruption", mode="hybrid", top_k=12), CORP)
     assert hybrid.passages[0].score == pytest.approx(1.0)  # best in both lists
-    bm25 = await search.search(SearchRequest(query="volcanic eruption", mode="bm25", top_k=12))
+    bm25 = await search.search(SearchRequest(query="volcanic eruption", mode="bm25", top_k=12), CORP)
     assert bm25.passages[0].score > 1.0  # raw BM25, not normalised
-    rrf = await service(indexed, embedder, "rrf").search(SearchRequest(query="volcanic eruption", top_k=12))
+    rrf = await service(indexed, embedder, "rrf").search(SearchRequest(query="volcanic eruption", top_k=12), CORP)
     assert rrf.passages[0].score == pytest.approx(2 / 61)
 
 
 async def test_passages_carry_the_chunk_fields(indexed, embedder):
-    response = await service(indexed, embedder).search(SearchRequest(query="waggle dance", mode="bm25", top_k=1))
+    response = await service(indexed, embedder).search(SearchRequest(query="waggle dance", mode="bm25", top_k=1), CORP)
     [passage] = response.passages
     assert passage.doc_id == "honeybees" and passage.title == "Honeybees" and passage.source == "honeybees.txt"
     assert passage.chunk_id.startswith("honeybees:0:")
-    assert passage.metadata == {"tenant": "globex", "content_type": "text/plain"}
+    assert passage.metadata == {"content_type": "text/plain"}
 
 
 async def test_only_dense_and_hybrid_embed_the_query(indexed, embedder):
     search = service(indexed, embedder)
-    bm25 = await search.search(SearchRequest(query="lava", mode="bm25"))
-    hybrid = await search.search(SearchRequest(query="lava", mode="hybrid"))
+    bm25 = await search.search(SearchRequest(query="lava", mode="bm25"), CORP)
+    hybrid = await search.search(SearchRequest(query="lava", mode="hybrid"), CORP)
     assert set(bm25.timings_ms) == {"search", "total"}
     # Hybrid fusion happens inside the backend (server-side on OpenSearch), so it is part of "search".
     assert set(hybrid.timings_ms) == {"embed", "search", "total"}
@@ -109,11 +115,19 @@ async def test_only_dense_and_hybrid_embed_the_query(indexed, embedder):
 
 async def test_filters_and_default_top_k(indexed, embedder):
     search = service(indexed, embedder, default_top_k=4)
-    response = await search.search(SearchRequest(query="energy", filters={"tenant": "acme"}))
+    response = await search.search(SearchRequest(query="energy", filters={"tenant": "corp"}), CORP)
     assert len(response.passages) == 4
-    assert {p.metadata["tenant"] for p in response.passages} == {"acme"}
-    response = await search.search(SearchRequest(query="energy", top_k=2, filters={"doc_id": ["jazz", "chess"]}))
+    assert (await search.search(SearchRequest(query="energy", filters={"tenant": "acme"}), CORP)).passages == []
+    response = await search.search(SearchRequest(query="energy", top_k=2, filters={"doc_id": ["jazz", "chess"]}), CORP)
     assert sorted(p.doc_id for p in response.passages) == ["chess", "jazz"]
+
+
+@pytest.mark.parametrize("mode", ["dense", "bm25", "hybrid"])
+async def test_another_tenant_sees_nothing_of_the_corpus(indexed, embedder, mode):
+    search = service(indexed, embedder)
+    assert len((await search.search(SearchRequest(query="volcano lava the", mode=mode, top_k=5), CORP)).passages) == 5
+    outsider = AccessFilter("globex", ("*", "user:ann"))
+    assert (await search.search(SearchRequest(query="volcano lava the", mode=mode, top_k=5), outsider)).passages == []
 
 
 def test_unknown_filter_fields_and_empty_value_lists_are_refused_by_the_wire_schema():
@@ -130,8 +144,8 @@ def test_unknown_filter_fields_and_empty_value_lists_are_refused_by_the_wire_sch
 async def test_include_embeddings_returns_the_query_and_passage_vectors(indexed, embedder, mode):
     search = service(indexed, embedder)
     query = "the queen bee and her colony"  # "the", "and": every document has a BM25 hit
-    response = await search.search(SearchRequest(query=query, mode=mode, top_k=4, include_embeddings=True))
-    plain = await search.search(SearchRequest(query=query, mode=mode, top_k=4))
+    response = await search.search(SearchRequest(query=query, mode=mode, top_k=4, include_embeddings=True), CORP)
+    plain = await search.search(SearchRequest(query=query, mode=mode, top_k=4), CORP)
 
     expected_query = embedder.encode_queries([query])[0]
     assert response.query_embedding == expected_query.tolist()  # the float32 values, as Python floats
@@ -151,9 +165,9 @@ async def test_a_backend_that_drops_the_vectors_is_an_error_not_a_silent_null(in
     backend, lock = indexed
 
     class NoVectors:
-        async def search_bm25(self, query, k, filters=None, *, with_vectors=False):
-            return await backend.search_bm25(query, k, filters)  # ignores with_vectors
+        async def search_bm25(self, query, k, filters=None, *, access=None, with_vectors=False):
+            return await backend.search_bm25(query, k, filters, access=access)  # ignores with_vectors
 
     search = SearchService(NoVectors(), embedder, lock)
     with pytest.raises(RuntimeError, match="without their vectors"):
-        await search.search(SearchRequest(query="waggle dance", mode="bm25", include_embeddings=True))
+        await search.search(SearchRequest(query="waggle dance", mode="bm25", include_embeddings=True), CORP)

@@ -20,7 +20,12 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, ValidationError
 
 from rag_common.errors import InvalidInput
-from rag_common.schemas import WireModel
+from rag_common.schemas import DocumentAcl, PrincipalName, WireModel
+
+__all__ = [
+    "ALL_SCOPES", "EVERYONE", "IDENTITY_HEADER", "TENANT_PATTERN", "DocumentAcl", "Identity", "PrincipalName",
+    "Scope", "TenantName", "decode_identity", "encode_identity", "group_principal", "readers_of", "user_principal",
+]
 
 #: ``chat``: ask, stream, OpenAI endpoint, own conversations. ``ingest``: add, list and delete the
 #: tenant's documents. ``admin``: key management and the audit log.
@@ -30,9 +35,6 @@ ALL_SCOPES: tuple[Scope, ...] = ("chat", "ingest", "admin")
 #: Tenants name index partitions and Redis keys: a short, plain character set.
 TENANT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 TenantName = Annotated[str, StringConstraints(pattern=TENANT_PATTERN)]
-#: A user or group name: any printable text without ``:`` at the start of a principal's value is
-#: fine; control characters and the empty string are not.
-PrincipalName = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 #: The principal every document without an ACL is readable by (within its tenant).
 EVERYONE = "*"
@@ -59,13 +61,6 @@ class Identity(WireModel):
         return f"{self.tenant}/{self.user}"
 
 
-class DocumentAcl(WireModel):
-    """Who may read a document within its tenant; a document without one is readable by all of it."""
-
-    groups: list[PrincipalName] = Field(default_factory=list, max_length=256)
-    users: list[PrincipalName] = Field(default_factory=list, max_length=256)
-
-
 def user_principal(user: str) -> str:
     return f"user:{user}"
 
@@ -85,6 +80,11 @@ def readers_of(acl: DocumentAcl | None) -> list[str]:
 def encode_identity(identity: Identity) -> str:
     """The ``X-RAG-Identity`` header value: the identity's JSON, base64url (headers are latin-1)."""
     return base64.urlsafe_b64encode(identity.model_dump_json().encode("utf-8")).decode("ascii")
+
+
+def identity_headers(identity: Identity) -> dict[str, str]:
+    """The headers of an internal call made on ``identity``'s behalf."""
+    return {IDENTITY_HEADER: encode_identity(identity)}
 
 
 def decode_identity(value: str) -> Identity:

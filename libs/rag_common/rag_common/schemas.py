@@ -200,14 +200,42 @@ class SearchResponse(WireModel):
     query_embedding: list[float] | None = None
 
 
-class DocumentIn(WireModel):
-    """A document given as JSON. ``id`` defaults to a hash of source and text."""
+#: A user or group name in an ACL or an identity: 1-256 characters, no control characters.
+PrincipalName = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
-    id: DocumentId | None = None
-    text: str = Field(json_schema_extra=NOT_BLANK)
-    title: str = ""
-    source: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
+
+class DocumentAcl(WireModel):
+    """Who may read a document within its tenant; a document without one is readable by all of it.
+    An ACL naming nobody (both lists empty) makes the document readable by no one."""
+
+    groups: list[PrincipalName] = Field(
+        default_factory=list, max_length=256, description="Groups whose members may read the document."
+    )
+    users: list[PrincipalName] = Field(
+        default_factory=list, max_length=256, description="Users who may read the document."
+    )
+
+
+class DocumentIn(WireModel):
+    """A document given as JSON. ``id`` defaults to a hash of source and text. It is stored in the
+    caller's tenant (from the identity, never from the body)."""
+
+    id: DocumentId | None = Field(
+        default=None, description="The document id, unique within the tenant; default: a hash of source and text."
+    )
+    text: str = Field(json_schema_extra=NOT_BLANK, description="The document's text (not blank).")
+    title: str = Field(default="", description="The document title.")
+    source: str = Field(default="", description="Where the document came from: file name, URL or a label.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Returned with each passage. ``content_type`` (a string) is a search filter; a "
+        "``tenant`` other than the caller's is refused (422).",
+    )
+    acl: DocumentAcl | None = Field(
+        default=None,
+        description="Who in the tenant may read it; absent: everyone in the tenant. Re-ingesting the "
+        "same text with another ACL changes who reads it without re-embedding.",
+    )
 
     @field_validator("text")
     @classmethod

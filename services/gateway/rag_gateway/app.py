@@ -108,7 +108,7 @@ def _relayed(relayed: Relayed) -> Response:
 
 @dataclass(frozen=True)
 class _StreamStart:
-    owner: str
+    identity: Identity
     request: ChatRequest
     conversation_id: str
 
@@ -116,8 +116,7 @@ class _StreamStart:
 async def _start_stream(identity: StreamChatter, body: ChatRequest, request: Request) -> _StreamStart:
     """Runs before the SSE response starts, so a refused caller is a plain 401/403/429, bad input a
     422 and an unknown conversation a 404."""
-    owner = identity.owner_key
-    return _StreamStart(owner, body, await _chat(request).start_conversation(owner, body.conversation_id))
+    return _StreamStart(identity, body, await _chat(request).start_conversation(identity, body.conversation_id))
 
 
 def _server_sent_event(event: StreamEvent) -> ServerSentEvent:
@@ -138,7 +137,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
 
     @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"], responses=_CHAT_ERRORS)
     async def chat(identity: Chatter, body: ChatRequest, request: Request) -> ChatResponse:
-        return await _chat(request).chat(identity.owner_key, body)
+        return await _chat(request).chat(identity, body)
 
     @app.post("/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_CHAT_ERRORS)
     async def chat_stream(
@@ -147,7 +146,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         """``meta`` {conversation_id, refined_query, intent}, ``token`` {text} per answer delta, then
         ``final`` (the ChatResponse, authoritative; the turn is stored before it is sent) or
         ``error`` {error, status, stage} (nothing stored)."""
-        async for event in _chat(request).stream(start.owner, start.request, start.conversation_id):
+        async for event in _chat(request).stream(start.identity, start.request, start.conversation_id):
             yield _server_sent_event(event)
 
     @app.post(
@@ -164,14 +163,14 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             **error_responses(503, 504),
         },
     )
-    async def chat_completions(_: Chatter, body: ChatCompletionRequest, request: Request) -> Response:
+    async def chat_completions(identity: Chatter, body: ChatCompletionRequest, request: Request) -> Response:
         """OpenAI-compatible chat completion (stateless; ``stream: true`` for chunks)."""
         chat = _chat(request)
         history = transcript(body.messages)
         if body.stream:
-            events = chat.complete_stream(body.question, history, top_k=body.top_k, hyde=body.hyde)
+            events = chat.complete_stream(identity, body.question, history, top_k=body.top_k, hyde=body.hyde)
             return EventSourceResponse(completion_chunks(events, body.model), headers=_SSE_HEADERS)
-        response = await chat.complete(body.question, history, top_k=body.top_k, hyde=body.hyde)
+        response = await chat.complete(identity, body.question, history, top_k=body.top_k, hyde=body.hyde)
         return JSONResponse(completion(response, body.model))
 
     @app.get("/v1/models", tags=["openai"], responses=_CALLER_ERRORS)
@@ -189,7 +188,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         responses={**_CALLER_ERRORS, **error_responses(404, 503)},
     )
     async def get_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> ConversationOut:
-        return await _chat(request).conversation(identity.owner_key, conversation_id)
+        return await _chat(request).conversation(identity, conversation_id)
 
     @app.delete(
         "/v1/conversations/{conversation_id}",
@@ -198,7 +197,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         responses={**_CALLER_ERRORS, **error_responses(404, 503)},
     )
     async def delete_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> Response:
-        await _chat(request).delete_conversation(identity.owner_key, conversation_id)
+        await _chat(request).delete_conversation(identity, conversation_id)
         return Response(status_code=204)
 
     @app.post(
@@ -214,7 +213,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         # Before the body is read: an oversized upload is refused without receiving it.
         documents.check_length(int(request.headers.get("content-length") or 0))
         content_type = request.headers.get("content-type", "")
-        relayed = await documents.ingest(await request.body(), content_type)
+        relayed = await documents.ingest(identity, await request.body(), content_type)
         if relayed.status_code == 200:
             await request.app.state.runtime.audit.record(identity, "documents.ingest", content_type.split(";")[0])
         return _relayed(relayed)
@@ -225,8 +224,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         tags=["documents"],
         responses={200: {"model": DocumentList}, **_CALLER_ERRORS, **error_responses(503, 504)},
     )
-    async def list_documents(_: Reader, request: Request) -> Response:
-        return _relayed(await _documents(request).list())
+    async def list_documents(identity: Reader, request: Request) -> Response:
+        return _relayed(await _documents(request).list(identity))
 
     @app.delete(
         "/v1/documents/{doc_id:path}",
@@ -235,7 +234,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         responses={200: {"model": DocumentDeleted}, **_CALLER_ERRORS, **error_responses(404, 503, 504)},
     )
     async def delete_document(identity: Ingester, doc_id: DocumentId, request: Request) -> Response:
-        relayed = await _documents(request).delete(doc_id)
+        relayed = await _documents(request).delete(identity, doc_id)
         if relayed.status_code == 200:
             await request.app.state.runtime.audit.record(identity, "document.delete", doc_id)
         return _relayed(relayed)

@@ -37,6 +37,7 @@ from prometheus_client import Histogram
 
 from rag_common.errors import DependencyFailed
 from rag_common.history import HistoryWindow, cut_history
+from rag_common.identity import Identity, identity_headers
 from rag_common.http import ServiceClient
 from rag_common.schemas import (
     GenerateRequest,
@@ -69,9 +70,9 @@ STAGE_SECONDS = Histogram(
 class ChatState(TypedDict, total=False):
     #: None: stateless (no Redis read or write); the conversation so far is ``transcript``.
     conversation_id: str | None
-    #: Whose conversation it is (``Identity.owner_key``): part of its Redis key, so an id is found
-    #: only by its owner (:func:`conversation_key`).
-    owner: str
+    #: Who asks: sent to the retriever (``X-RAG-Identity``), which searches only what it may read;
+    #: its ``owner_key`` is part of the conversation's Redis key (:func:`conversation_key`).
+    identity: Identity
     message: str
     top_k: int
     hyde: bool
@@ -173,7 +174,7 @@ class _Timer:
 
 
 def conversation_key(state: ChatState) -> str:
-    return owned_conversation(state["owner"], state["conversation_id"])
+    return owned_conversation(state["identity"].owner_key, state["conversation_id"])
 
 
 def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
@@ -216,6 +217,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     include_embeddings=policy.pass_embeddings,
                 ),
                 SearchResponse,
+                headers=identity_headers(state["identity"]),
             )
         return {"candidates": result.passages, "query_embedding": result.query_embedding, "timings_ms": timer.ms}
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rag_common.errors import NotFound, RagError
+from rag_common.identity import Identity
 from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, Turn
 from rag_gateway.conversation_store import ConversationStore, owned_conversation
 
@@ -51,17 +52,17 @@ class ChatService:
         self._default_top_k = default_top_k
         self._hyde_default = hyde_default
 
-    async def start_conversation(self, owner: str, conversation_id: str | None) -> str:
-        """A new id when ``conversation_id`` is None; else the id, if ``owner`` has that conversation (404 if not)."""
+    async def start_conversation(self, identity: Identity, conversation_id: str | None) -> str:
+        """A new id when ``conversation_id`` is None; else the id, if ``identity`` has that conversation (404 if not)."""
         if conversation_id is None:
             return self._store.new_id()
-        if not await self._store.exists(owned_conversation(owner, conversation_id)):
+        if not await self._store.exists(owned_conversation(identity.owner_key, conversation_id)):
             raise ConversationNotFound(conversation_id)
         return conversation_id
 
     def _input(
         self,
-        owner: str | None,
+        identity: Identity,
         conversation_id: str | None,
         message: str,
         top_k: int | None,
@@ -71,7 +72,7 @@ class ChatService:
         stream: bool = False,
     ) -> dict[str, Any]:
         state: dict[str, Any] = {
-            "owner": owner,
+            "identity": identity,
             "conversation_id": conversation_id,
             "message": message,
             "top_k": top_k or self._default_top_k,
@@ -84,31 +85,43 @@ class ChatService:
             state["transcript"] = transcript
         return state
 
-    async def chat(self, owner: str, request: ChatRequest) -> ChatResponse:
+    async def chat(self, identity: Identity, request: ChatRequest) -> ChatResponse:
         started = time.perf_counter()
-        conversation_id = await self.start_conversation(owner, request.conversation_id)
-        state = self._input(owner, conversation_id, request.message, request.top_k, request.hyde)
+        conversation_id = await self.start_conversation(identity, request.conversation_id)
+        state = self._input(identity, conversation_id, request.message, request.top_k, request.hyde)
         return await self._run(state, started)
 
-    async def stream(self, owner: str, request: ChatRequest, conversation_id: str) -> AsyncIterator[StreamEvent]:
+    async def stream(self, identity: Identity, request: ChatRequest, conversation_id: str) -> AsyncIterator[StreamEvent]:
         """Events for a request whose conversation was already resolved by :meth:`start_conversation`."""
         started = time.perf_counter()
-        state = self._input(owner, conversation_id, request.message, request.top_k, request.hyde, stream=True)
+        state = self._input(identity, conversation_id, request.message, request.top_k, request.hyde, stream=True)
         async for event in self._stream(state, started):
             yield event
 
     async def complete(
-        self, message: str, transcript: list[Turn], *, top_k: int | None = None, hyde: bool | None = None
+        self,
+        identity: Identity,
+        message: str,
+        transcript: list[Turn],
+        *,
+        top_k: int | None = None,
+        hyde: bool | None = None,
     ) -> ChatResponse:
         """Stateless: answer ``message`` given the conversation so far; nothing is read from or written to Redis."""
         started = time.perf_counter()
-        return await self._run(self._input(None, None, message, top_k, hyde, transcript=transcript), started)
+        return await self._run(self._input(identity, None, message, top_k, hyde, transcript=transcript), started)
 
     async def complete_stream(
-        self, message: str, transcript: list[Turn], *, top_k: int | None = None, hyde: bool | None = None
+        self,
+        identity: Identity,
+        message: str,
+        transcript: list[Turn],
+        *,
+        top_k: int | None = None,
+        hyde: bool | None = None,
     ) -> AsyncIterator[StreamEvent]:
         started = time.perf_counter()
-        state = self._input(None, None, message, top_k, hyde, transcript=transcript, stream=True)
+        state = self._input(identity, None, message, top_k, hyde, transcript=transcript, stream=True)
         async for event in self._stream(state, started):
             yield event
 
@@ -158,14 +171,14 @@ class ChatService:
             return
         yield StreamEvent("final", final)
 
-    async def conversation(self, owner: str, conversation_id: str) -> ConversationOut:
-        turns = await self._store.turns(owned_conversation(owner, conversation_id))
+    async def conversation(self, identity: Identity, conversation_id: str) -> ConversationOut:
+        turns = await self._store.turns(owned_conversation(identity.owner_key, conversation_id))
         if not turns:
             raise ConversationNotFound(conversation_id)
         return ConversationOut(conversation_id=conversation_id, turns=turns)
 
-    async def delete_conversation(self, owner: str, conversation_id: str) -> None:
-        deleted = await self._store.delete(owned_conversation(owner, conversation_id))
+    async def delete_conversation(self, identity: Identity, conversation_id: str) -> None:
+        deleted = await self._store.delete(owned_conversation(identity.owner_key, conversation_id))
         if not deleted:
             raise ConversationNotFound(conversation_id)
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from rag_common.errors import InvalidInput, InvalidQuery, PayloadTooLarge, UnsupportedMediaType
 from rag_common.http import ServiceClient
+from rag_common.identity import Identity, identity_headers
 from rag_common.schemas import IngestRequest
 
 MIB = 1024 * 1024
@@ -38,8 +39,9 @@ class DocumentService:
         if declared_length > self._max_upload_bytes:
             raise PayloadTooLarge(f"request of {declared_length} bytes exceeds the {self._max_upload_mb:g} MiB limit")
 
-    async def ingest(self, body: bytes, content_type: str) -> Relayed:
-        """JSON ``{"documents": [...]}`` or a ``multipart/form-data`` upload of ``files``."""
+    async def ingest(self, identity: Identity, body: bytes, content_type: str) -> Relayed:
+        """JSON ``{"documents": [...]}`` or a ``multipart/form-data`` upload of ``files``, into the
+        caller's tenant (the retriever reads it from the identity)."""
         if content_type.startswith("application/json"):
             try:
                 payload = IngestRequest.model_validate_json(body)
@@ -47,19 +49,24 @@ class DocumentService:
                 if any(error["type"] == "json_invalid" for error in exc.errors()):
                     raise InvalidQuery("the body is not valid JSON") from exc
                 raise InvalidInput(f"invalid documents payload: {exc}") from exc
-            return await self._relay("POST", "/v1/documents", json=payload.model_dump(mode="json"))
+            return await self._relay(identity, "POST", "/v1/documents", json=payload.model_dump(mode="json"))
         if content_type.startswith("multipart/form-data"):
-            return await self._relay("POST", "/v1/documents/upload", content=body, headers={"content-type": content_type})
+            return await self._relay(identity, "POST", "/v1/documents/upload", content=body, content_type=content_type)
         raise UnsupportedMediaType("send application/json {'documents': [...]} or multipart/form-data with 'files'")
 
-    async def list(self) -> Relayed:
-        return await self._relay("GET", "/v1/documents")
+    async def list(self, identity: Identity) -> Relayed:
+        return await self._relay(identity, "GET", "/v1/documents")
 
-    async def delete(self, doc_id: str) -> Relayed:
-        return await self._relay("DELETE", f"/v1/documents/{path_segment(doc_id)}")
+    async def delete(self, identity: Identity, doc_id: str) -> Relayed:
+        return await self._relay(identity, "DELETE", f"/v1/documents/{path_segment(doc_id)}")
 
-    async def _relay(self, method: str, path: str, **kwargs: object) -> Relayed:
-        upstream = await self._retriever.raw(method, path, **kwargs)
+    async def _relay(
+        self, identity: Identity, method: str, path: str, *, content_type: str | None = None, **kwargs: object
+    ) -> Relayed:
+        headers = identity_headers(identity)
+        if content_type is not None:
+            headers["content-type"] = content_type
+        upstream = await self._retriever.raw(method, path, headers=headers, **kwargs)
         if upstream.status_code >= 500:
             raise self._retriever.status_failure(upstream)
         return Relayed(upstream.status_code, upstream.content, upstream.headers.get("content-type", "application/json"))

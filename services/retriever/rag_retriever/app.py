@@ -1,5 +1,10 @@
 """The retriever's HTTP API. Routes are thin: validation by the wire schemas, logic in the
-ingestor and the search service, assembled by ``runtime.py``."""
+ingestor and the search service, assembled by ``runtime.py``.
+
+Every route but the probes serves one caller: the identity the gateway authenticated, in the
+``X-RAG-Identity`` header (``rag_common.identity``), read by ``caller_identity``. Searches see what
+that identity may read, ingestion writes into its tenant, list and delete see only its tenant.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,12 @@ import asyncio
 
 from typing import Annotated
 
-from fastapi import FastAPI, File, Request, UploadFile
+from fastapi import Depends, FastAPI, File, Request, Security, UploadFile
+from fastapi.security import APIKeyHeader
 
 from rag_common.embedders import Embedder
-from rag_common.errors import NotFound
+from rag_common.errors import NotFound, Unauthenticated
+from rag_common.identity import IDENTITY_HEADER, Identity, decode_identity
 from rag_common.schemas import (
     DocumentDeleted,
     DocumentId,
@@ -22,9 +29,34 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_common.service import create_service_app, error_responses
+from rag_retriever.backends.base import AccessFilter
 from rag_retriever.parsers import UploadRejected, parse_upload, upload_name
 from rag_retriever.runtime import RetrieverRuntime, open_runtime
 from rag_retriever.settings import RetrieverSettings
+
+
+#: In the OpenAPI document as an ``apiKey`` scheme in the ``X-RAG-Identity`` header.
+_IDENTITY = APIKeyHeader(
+    name=IDENTITY_HEADER,
+    scheme_name="RagIdentity",
+    auto_error=False,
+    description="The caller's identity as the gateway authenticated it: base64url of the JSON "
+    "`{tenant, user, groups, scopes}` (`rag_common.identity.encode_identity`). Missing: 401; "
+    "malformed: 422.",
+)
+
+
+async def caller_identity(value: Annotated[str | None, Security(_IDENTITY)] = None) -> Identity:
+    """The caller of this request: 401 without the header, 422 when it does not decode."""
+    if not value:
+        raise Unauthenticated(
+            f"missing {IDENTITY_HEADER} header: the retriever serves calls on behalf of a caller the "
+            "gateway authenticated, and answers none without one"
+        )
+    return decode_identity(value)
+
+
+Caller = Annotated[Identity, Depends(caller_identity)]
 
 
 def _runtime(request: Request) -> RetrieverRuntime:
@@ -37,18 +69,27 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
     app = create_service_app("retriever", lambda: open_runtime(settings, embedder=embedder), service_token=settings.service_token)
 
     # 503: the search backend (OpenSearch) is down; the embedded one is in-process.
-    @app.post("/v1/search", response_model=SearchResponse, tags=["search"], responses=error_responses(503))
-    async def search(body: SearchRequest, request: Request) -> SearchResponse:
-        return await _runtime(request).search.search(body)
-
-    @app.post("/v1/documents", response_model=IngestResponse, tags=["documents"], responses=error_responses(503))
-    async def ingest(body: IngestRequest, request: Request) -> IngestResponse:
-        return await _runtime(request).ingestor.ingest(body.documents)
+    @app.post("/v1/search", response_model=SearchResponse, tags=["search"], responses=error_responses(401, 503))
+    async def search(body: SearchRequest, request: Request, identity: Caller) -> SearchResponse:
+        """Passages the caller may read: of its tenant, without an ACL or with one naming it or a group of it."""
+        return await _runtime(request).search.search(body, AccessFilter.of(identity))
 
     @app.post(
-        "/v1/documents/upload", response_model=IngestResponse, tags=["documents"], responses=error_responses(503)
+        "/v1/documents", response_model=IngestResponse, tags=["documents"], responses=error_responses(401, 503)
     )
-    async def upload(request: Request, files: Annotated[list[UploadFile], File(min_length=1)]) -> IngestResponse:
+    async def ingest(body: IngestRequest, request: Request, identity: Caller) -> IngestResponse:
+        """Index the documents in the caller's tenant; a ``metadata.tenant`` naming another is a 422."""
+        return await _runtime(request).ingestor.ingest(body.documents, tenant=identity.tenant)
+
+    @app.post(
+        "/v1/documents/upload",
+        response_model=IngestResponse,
+        tags=["documents"],
+        responses=error_responses(401, 503),
+    )
+    async def upload(
+        request: Request, identity: Caller, files: Annotated[list[UploadFile], File(min_length=1)]
+    ) -> IngestResponse:
         """One or more ``.txt``, ``.md``, ``.html``, ``.pdf``, ``.json`` or ``.jsonl`` files; each is accepted
         or rejected whole."""
         documents, failures = [], []
@@ -66,20 +107,24 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
                 failures.append(IngestFailure(name=upload_name(file.filename) or "(unnamed)", reason=str(exc)))
             finally:
                 await file.close()
-        return await _runtime(request).ingestor.ingest(documents, failures)
+        return await _runtime(request).ingestor.ingest(documents, failures, tenant=identity.tenant)
 
-    @app.get("/v1/documents", response_model=DocumentList, tags=["documents"], responses=error_responses(503))
-    async def list_documents(request: Request) -> DocumentList:
-        return DocumentList(documents=await _runtime(request).backend.list_documents())
+    @app.get(
+        "/v1/documents", response_model=DocumentList, tags=["documents"], responses=error_responses(401, 503)
+    )
+    async def list_documents(request: Request, identity: Caller) -> DocumentList:
+        """The documents of the caller's tenant."""
+        return DocumentList(documents=await _runtime(request).backend.list_documents(tenant=identity.tenant))
 
     @app.delete(
         "/v1/documents/{doc_id:path}",
         response_model=DocumentDeleted,
         tags=["documents"],
-        responses=error_responses(404, 503),
+        responses=error_responses(401, 404, 503),
     )
-    async def delete_document(doc_id: DocumentId, request: Request) -> DocumentDeleted:
-        deleted = await _runtime(request).ingestor.delete(doc_id)
+    async def delete_document(doc_id: DocumentId, request: Request, identity: Caller) -> DocumentDeleted:
+        """Delete a document of the caller's tenant; another tenant's id is the 404 of an unknown one."""
+        deleted = await _runtime(request).ingestor.delete(doc_id, tenant=identity.tenant)
         if deleted == 0:
             raise NotFound(f"no document with id {doc_id!r}")
         return DocumentDeleted(doc_id=doc_id, deleted_chunks=deleted)

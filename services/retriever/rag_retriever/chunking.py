@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag_common.sentences import sentence_spans
-from rag_retriever.records import ChunkRecord, SourceDocument
+from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument
 from rag_retriever.tables import Block, split_tables
 
 #: Tokens the model adds around every input ([CLS] and [SEP] for BERT-style encoders).
@@ -71,8 +71,12 @@ class _Unit:
     tokens: int
 
 
-def chunk_id(doc_id: str, chunk_index: int, text: str) -> str:
-    return f"{doc_id}:{chunk_index}:{hashlib.sha1(text.encode('utf-8')).hexdigest()[:12]}"
+def chunk_id(doc_id: str, chunk_index: int, text: str, tenant: str = DEFAULT_TENANT) -> str:
+    """``doc_id:index:hash``. Outside the default tenant the hash covers the tenant too, so two
+    tenants' documents with the same id and text never share a chunk id (chunk ids key upserts and
+    OpenSearch ``_id``s); the default tenant's ids are those from before tenants existed."""
+    salted = text if tenant == DEFAULT_TENANT else f"{tenant}\x00{text}"
+    return f"{doc_id}:{chunk_index}:{hashlib.sha1(salted.encode('utf-8')).hexdigest()[:12]}"
 
 
 def markdown_sections(text: str) -> list[Section]:
@@ -146,7 +150,7 @@ class Chunker:
                 index = len(records)
                 records.append(
                     ChunkRecord(
-                        chunk_id=chunk_id(document.doc_id, index, text),
+                        chunk_id=chunk_id(document.doc_id, index, text, document.tenant),
                         doc_id=document.doc_id,
                         text=text,
                         chunk_index=index,
@@ -158,6 +162,8 @@ class Chunker:
                         doc_fingerprint=fingerprint,
                         table_id=table_id,
                         content_hash=digest,
+                        tenant=document.tenant,
+                        readers=list(document.readers),
                     )
                 )
         return records

@@ -3,6 +3,11 @@
 Whatever the route (a JSON document, an uploaded file's parser), a document's text is normalised
 (``records.normalise_text``) before it is chunked and hashed, so one content gets one set of chunks
 and one ``content_hash``. A content that other documents also hold is reported under ``duplicates``.
+
+Every call is in one tenant, the caller's: documents are (tenant, doc_id), so two tenants' documents
+with the same id never touch each other. A changed document's chunks are rewritten whole, but a
+chunk whose id (which hashes its text) is already indexed keeps its stored vector: a change of ACL,
+title or metadata re-embeds nothing.
 """
 
 from __future__ import annotations
@@ -11,22 +16,25 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from rag_common.embedders import Embedder
+from rag_common.errors import InvalidInput
+from rag_common.identity import readers_of
 from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse
 from rag_common.upload_formats import PLAIN_TEXT
 from rag_retriever.backends.base import ChunkWriteError, IngestTarget
 from rag_retriever.chunking import Chunker
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.records import ChunkRecord, SourceDocument, normalise_text
+from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, normalise_text
 
 logger = logging.getLogger(__name__)
 
 EMBED_BATCH_SIZE = 64
-#: Metadata keys that are indexed as exact-match filter fields, so they must be strings.
+#: Metadata keys that must be strings: `content_type` is an indexed filter field, `tenant` is compared
+#: with the caller's (a document claiming another tenant is refused).
 KEYWORD_METADATA = ("tenant", "content_type")
 
 
@@ -40,11 +48,20 @@ def default_doc_id(source: str, text: str) -> str:
     return hashlib.sha1((source + text).encode("utf-8")).hexdigest()[:16]
 
 
-def to_source_document(document: DocumentIn) -> SourceDocument:
+def foreign_tenant(document: DocumentIn, tenant: str) -> bool:
+    """Whether ``document`` claims (``metadata.tenant``, a string) a tenant other than ``tenant``."""
+    claimed = document.metadata.get("tenant")
+    return isinstance(claimed, str) and claimed != tenant
+
+
+def to_source_document(document: DocumentIn, tenant: str = DEFAULT_TENANT) -> SourceDocument:
+    """``document`` as it is chunked, in ``tenant`` (the caller's), readable by ``readers_of`` its ACL."""
     metadata = dict(document.metadata)
     for key in KEYWORD_METADATA:
         if key in metadata and not isinstance(metadata[key], str):
             raise InvalidDocument(f"metadata.{key} must be a string, got {type(metadata[key]).__name__}")
+    if foreign_tenant(document, tenant):
+        raise InvalidDocument(f"metadata.tenant {metadata['tenant']!r} is not the caller's tenant {tenant!r}")
     # Stored explicitly so that a content_type filter also finds documents that did not state one.
     metadata.setdefault("content_type", PLAIN_TEXT.mime_type)
     return SourceDocument(
@@ -53,6 +70,8 @@ def to_source_document(document: DocumentIn) -> SourceDocument:
         title=document.title,
         source=document.source,
         metadata=metadata,
+        tenant=tenant,
+        readers=readers_of(document.acl),
     )
 
 
@@ -61,6 +80,8 @@ class _Plan:
     changed: list[tuple[SourceDocument, list[ChunkRecord]]]
     unchanged: list[str]
     failed: list[IngestFailure]
+    #: Changed documents that keep some of their indexed chunk ids: their stored vectors are reused.
+    reusable: set[str] = field(default_factory=set)
 
 
 class Ingestor:
@@ -79,15 +100,27 @@ class Ingestor:
         self._lock = lock
         self._batch_size = batch_size
 
-    async def ingest(self, documents: list[DocumentIn], failures: Iterable[IngestFailure] = ()) -> IngestResponse:
-        """Index ``documents``; ``failures`` (e.g. unreadable uploads) are reported alongside."""
+    async def ingest(
+        self, documents: list[DocumentIn], failures: Iterable[IngestFailure] = (), *, tenant: str = DEFAULT_TENANT
+    ) -> IngestResponse:
+        """Index ``documents`` in ``tenant``; ``failures`` (e.g. unreadable uploads) are reported alongside.
+
+        A document whose ``metadata.tenant`` names another tenant refuses the whole request
+        (``InvalidInput``, 422) before anything is written: it is a client that believes it writes
+        elsewhere, not a document to index in the caller's tenant."""
+        foreign = [document.id or f"documents[{i}]" for i, document in enumerate(documents) if foreign_tenant(document, tenant)]
+        if foreign:
+            raise InvalidInput(
+                f"metadata.tenant of {', '.join(foreign[:5])} is not the caller's tenant {tenant!r}; "
+                "documents are stored in the caller's tenant (leave metadata.tenant out)"
+            )
         failed = list(failures)
         accepted: list[SourceDocument] = []
         seen: set[str] = set()
         for position, document in enumerate(documents):
             name = document.id or f"documents[{position}]"
             try:
-                source = to_source_document(document)
+                source = to_source_document(document, tenant)
             except InvalidDocument as exc:
                 failed.append(IngestFailure(name=name, reason=str(exc)))
                 continue
@@ -97,21 +130,21 @@ class Ingestor:
             seen.add(source.doc_id)
             accepted.append(source)
 
-        plan = await self._plan(accepted)
+        plan = await self._plan(accepted, tenant)
         failed.extend(plan.failed)
         chunks = [chunk for _, document_chunks in plan.changed for chunk in document_chunks]
-        vectors = await self._embed([chunk.text for chunk in chunks])
+        vectors = await self._vectors(chunks, plan.reusable, tenant)
         rejected: set[str] = set()
         if plan.changed:
             doc_ids = [document.doc_id for document, _ in plan.changed]
             async with self._lock.write():
-                rejected = await self._replace(doc_ids, chunks, vectors, failed)
+                rejected = await self._replace(doc_ids, chunks, vectors, failed, tenant)
             chunks = [chunk for chunk in chunks if chunk.doc_id not in rejected]
 
         written = {document.doc_id for document, _ in plan.changed} - rejected
         kept = written | set(plan.unchanged)
         kept_documents = [document for document in accepted if document.doc_id in kept]
-        duplicates = await self._duplicates(kept_documents)
+        duplicates = await self._duplicates(kept_documents, tenant)
         logger.info(
             "ingested %d documents (%d chunks), %d unchanged, %d failed, %d duplicate contents",
             len(written), len(chunks), len(plan.unchanged), len(failed), len(duplicates),
@@ -125,8 +158,8 @@ class Ingestor:
             duplicates=duplicates,
         )
 
-    async def _duplicates(self, documents: list[SourceDocument]) -> list[DuplicateContent]:
-        """The ``documents`` (written or unchanged) whose content other documents hold too.
+    async def _duplicates(self, documents: list[SourceDocument], tenant: str) -> list[DuplicateContent]:
+        """The ``documents`` (written or unchanged) whose content other documents of ``tenant`` hold too.
 
         Asked of the index after the write, so it already reflects this request: another document of
         the request with the same content is found like an older one, a document whose content this
@@ -137,7 +170,7 @@ class Ingestor:
             return []
         hashes = {document.doc_id: document.content_hash for document in documents}
         async with self._lock.read():
-            holders = await self._backend.documents_with_content(set(hashes.values()))
+            holders = await self._backend.documents_with_content(set(hashes.values()), tenant=tenant)
         duplicates = []
         for doc_id, digest in hashes.items():
             others = [other for other in holders.get(digest, []) if other != doc_id]
@@ -145,29 +178,46 @@ class Ingestor:
                 duplicates.append(DuplicateContent(doc_id=doc_id, content_hash=digest, duplicate_of=sorted(others)))
         return duplicates
 
-    async def delete(self, doc_id: str) -> int:
+    async def delete(self, doc_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
         async with self._lock.write():
-            return await self._backend.delete_document(doc_id)
+            return await self._backend.delete_document(doc_id, tenant=tenant)
 
-    async def _plan(self, documents: list[SourceDocument]) -> _Plan:
+    async def _plan(self, documents: list[SourceDocument], tenant: str) -> _Plan:
         plan = _Plan(changed=[], unchanged=[], failed=[])
         # Chunking is CPU work (the embedder's tokenizer): one thread hop for the whole request.
         chunked = await asyncio.to_thread(lambda: [self._chunker.chunk_document(document) for document in documents])
         for document, chunks in zip(documents, chunked, strict=True):
             if not chunks:
                 plan.failed.append(IngestFailure(name=document.doc_id, reason="no indexable text (only headings?)"))
-            elif await self._is_unchanged(document.doc_id, chunks):
+                continue
+            # Chunk ids hash the text, the fingerprint the title, source, metadata and readers.
+            ids = {chunk.chunk_id for chunk in chunks}
+            indexed = await self._backend.document_chunk_ids(document.doc_id, tenant=tenant)
+            if ids == indexed and (
+                await self._backend.document_fingerprint(document.doc_id, tenant=tenant) == chunks[0].doc_fingerprint
+            ):
                 plan.unchanged.append(document.doc_id)
-            else:
-                plan.changed.append((document, chunks))
+                continue
+            plan.changed.append((document, chunks))
+            if ids & indexed:
+                plan.reusable.add(document.doc_id)
         return plan
 
-    async def _is_unchanged(self, doc_id: str, chunks: list[ChunkRecord]) -> bool:
-        # Chunk ids hash the text, the fingerprint the title, source and metadata.
-        return (
-            {chunk.chunk_id for chunk in chunks} == await self._backend.document_chunk_ids(doc_id)
-            and await self._backend.document_fingerprint(doc_id) == chunks[0].doc_fingerprint
-        )
+    async def _vectors(self, chunks: list[ChunkRecord], reusable: set[str], tenant: str) -> np.ndarray:
+        """One vector per chunk: the stored one of a chunk id already indexed (same document, index
+        and text: same vector) of the ``reusable`` documents, the others embedded."""
+        stored: dict[str, np.ndarray] = {}
+        for doc_id in sorted(reusable):
+            stored.update(await self._backend.document_vectors(doc_id, tenant=tenant))
+        missing = [row for row, chunk in enumerate(chunks) if chunk.chunk_id not in stored]
+        embedded = await self._embed([chunks[row].text for row in missing])
+        vectors = np.empty((len(chunks), self._embedder.dim), dtype=np.float32)
+        for row, chunk in enumerate(chunks):
+            if chunk.chunk_id in stored:
+                vectors[row] = stored[chunk.chunk_id]
+        if missing:
+            vectors[missing] = embedded
+        return vectors
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -183,18 +233,23 @@ class Ingestor:
         return vectors
 
     async def _replace(
-        self, doc_ids: list[str], chunks: list[ChunkRecord], vectors: np.ndarray, failed: list[IngestFailure]
+        self,
+        doc_ids: list[str],
+        chunks: list[ChunkRecord],
+        vectors: np.ndarray,
+        failed: list[IngestFailure],
+        tenant: str,
     ) -> set[str]:
         """Replace the documents' chunks; returns the doc ids the backend rejected (reported in ``failed``)."""
         for doc_id in doc_ids:
-            await self._backend.delete_document(doc_id)
+            await self._backend.delete_document(doc_id, tenant=tenant)
         try:
             await self._backend.upsert(chunks, vectors)
         except ChunkWriteError as error:
             # A document is all in or reported failed: remove what did go in of a rejected one,
             # so a search never returns half of it and the next ingest sees it as changed.
             for doc_id in sorted(error.doc_ids):
-                await self._backend.delete_document(doc_id)
+                await self._backend.delete_document(doc_id, tenant=tenant)
                 reasons = sorted({f"{f.chunk_id}: {f.reason}" for f in error.failures if f.doc_id == doc_id})
                 failed.append(IngestFailure(name=doc_id, reason="index rejected " + "; ".join(reasons)))
             return error.doc_ids

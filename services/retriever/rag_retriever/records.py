@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag_common.identity import EVERYONE
 from rag_common.schemas import Passage
 from rag_common.upload_formats import HTML, MARKDOWN, PDF, PLAIN_TEXT
 
@@ -22,6 +23,8 @@ from rag_common.upload_formats import HTML, MARKDOWN, PDF, PLAIN_TEXT
 MARKDOWN_LAYOUT = frozenset({MARKDOWN.mime_type, HTML.mime_type, PLAIN_TEXT.mime_type})
 #: Content types whose text is pages separated by form feeds (``\f``): chunks carry their ``page``.
 PAGED_LAYOUT = frozenset({PDF.mime_type})
+#: The tenant of chunks indexed before tenants existed (and of callers when the gateway's auth is off).
+DEFAULT_TENANT = "default"
 #: Whitespace at either end of a text, form feeds (page breaks) excepted.
 _OUTER_SPACE = re.compile(r"\A[^\S\f]+|[^\S\f]+\Z")
 
@@ -50,8 +53,13 @@ def content_hash(text: str) -> str:
 class ChunkRecord:
     """One indexed chunk of a document.
 
-    ``metadata`` is the document's metadata; its ``tenant`` and ``content_type`` keys (strings, when
-    present) are also indexed as exact-match filter fields. ``doc_fingerprint`` identifies the
+    ``tenant`` is the tenant the document belongs to (the ingesting caller's) and ``readers`` the
+    principals that may read it (``rag_common.identity.readers_of`` of its ACL: ``["*"]`` for everyone
+    in the tenant); both are indexed keyword fields every search filters on (``AccessFilter``). Chunks
+    indexed before tenants existed read as tenant ``default``, readers ``["*"]``.
+
+    ``metadata`` is the document's metadata; its ``content_type`` key (a string, when present) is also
+    indexed as an exact-match filter field. ``doc_fingerprint`` identifies the
     document-level fields (title, source, metadata) so a metadata-only change is not mistaken for
     an unchanged document. ``page`` is the 1-based PDF page the chunk comes from. ``table_id`` is set
     on chunks that hold a table (or, for a table too large for one chunk, a run of its rows under the
@@ -71,11 +79,8 @@ class ChunkRecord:
     doc_fingerprint: str = ""
     table_id: str | None = None
     content_hash: str | None = None
-
-    @property
-    def tenant(self) -> str | None:
-        value = self.metadata.get("tenant")
-        return value if isinstance(value, str) else None
+    tenant: str = DEFAULT_TENANT
+    readers: list[str] = field(default_factory=lambda: [EVERYONE])
 
     @property
     def content_type(self) -> str | None:
@@ -96,6 +101,8 @@ class ChunkRecord:
             "doc_fingerprint": self.doc_fingerprint,
             "table_id": self.table_id,
             "content_hash": self.content_hash,
+            "tenant": self.tenant,
+            "readers": list(self.readers),
         }
 
     @classmethod
@@ -134,13 +141,16 @@ class ScoredChunk:
 
 @dataclass(slots=True)
 class SourceDocument:
-    """A document ready for chunking: its id is resolved and its metadata validated."""
+    """A document ready for chunking: its id is resolved, its metadata validated, its tenant and
+    readers (``readers_of`` its ACL) set."""
 
     doc_id: str
     text: str
     title: str = ""
     source: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    tenant: str = DEFAULT_TENANT
+    readers: list[str] = field(default_factory=lambda: [EVERYONE])
 
     @property
     def content_type(self) -> str:
@@ -165,8 +175,12 @@ class SourceDocument:
 
     def fingerprint(self) -> str:
         """Hash of the document-level fields; the text is covered by the chunk ids. The content hash
-        is one of them, so chunks indexed before it existed are rewritten (with it) on re-ingest."""
-        fields = {
+        is one of them, so chunks indexed before it existed are rewritten (with it) on re-ingest. So are
+        the readers (only when not everyone, so fingerprints from before ACLs stay valid): an ACL
+        change rewrites the chunks, with their stored vectors (``Ingestor``), nothing re-embedded."""
+        fields: dict[str, Any] = {
             "title": self.title, "source": self.source, "metadata": self.metadata, "content_hash": self.content_hash,
         }
+        if self.readers != [EVERYONE]:
+            fields["readers"] = sorted(self.readers)
         return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -16,7 +16,7 @@ import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
-from rag_retriever.backends.base import FusionSettings, Searcher
+from rag_retriever.backends.base import AccessFilter, FusionSettings, Searcher
 from rag_retriever.locking import ReadWriteLock
 
 
@@ -46,8 +46,9 @@ class SearchService:
         self._fusion = fusion
         self._default_top_k = default_top_k
 
-    async def search(self, request: SearchRequest) -> SearchResponse:
-        """Passages for ``request`` in its mode.
+    async def search(self, request: SearchRequest, access: AccessFilter) -> SearchResponse:
+        """Passages for ``request`` in its mode, among the chunks ``access`` may read (the backend
+        applies it inside the search, with the request's filters).
 
         The query is embedded for ``dense`` and ``hybrid``. With ``include_embeddings`` each passage's
         ``embedding`` is its stored unit-length vector (float32 values as Python floats, not rounded)
@@ -70,12 +71,16 @@ class SearchService:
         step = time.perf_counter()
         async with self._lock.read():
             if request.mode == "dense":
-                hits = await self._backend.search_dense(vector, top_k, filters, with_vectors=with_vectors)
+                hits = await self._backend.search_dense(
+                    vector, top_k, filters, access=access, with_vectors=with_vectors
+                )
             elif request.mode == "bm25":
-                hits = await self._backend.search_bm25(request.query, top_k, filters, with_vectors=with_vectors)
+                hits = await self._backend.search_bm25(
+                    request.query, top_k, filters, access=access, with_vectors=with_vectors
+                )
             else:
                 hits = await self._backend.search_hybrid(
-                    request.query, vector, top_k, filters, self._fusion, with_vectors=with_vectors
+                    request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors
                 )
         timings["search"] = _elapsed_ms(step)
 

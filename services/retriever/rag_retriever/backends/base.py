@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from rag_common.identity import Identity
 from rag_common.schemas import SEARCH_FILTER_FIELDS, DocumentInfo
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
@@ -22,6 +23,31 @@ FILTER_FIELDS = SEARCH_FILTER_FIELDS
 #: ``{field: allowed values}``: a chunk matches when, for every field, its value is one of the
 #: allowed values (AND across fields, OR within a field).
 Filters = Mapping[str, Sequence[str]]
+
+@dataclass(frozen=True, slots=True)
+class AccessFilter:
+    """What a caller may read: chunks of ``tenant`` whose ``readers`` hold one of ``principals``
+    (``Identity.principals()``: ``*``, ``user:<u>``, ``group:<g>``...). Applied inside every search
+    (the ANN filter and the BM25 query; OpenSearch's ``bool.filter``), never to results afterwards,
+    so a narrow ACL still yields ``k`` hits when ``k`` readable chunks exist.
+
+    Backends take ``access=None`` as "no restriction": only for tests and maintenance tools; the
+    search service always passes the caller's."""
+
+    tenant: str
+    principals: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.principals:
+            raise ValueError("an access filter needs at least one principal")
+
+    @classmethod
+    def of(cls, identity: Identity) -> AccessFilter:
+        return cls(identity.tenant, tuple(identity.principals()))
+
+    def allows(self, tenant: str, readers: Collection[str]) -> bool:
+        return tenant == self.tenant and any(principal in readers for principal in self.principals)
+
 
 #: Most document ids ``ContentLookup.documents_with_content`` lists per content hash.
 MAX_DOCUMENTS_PER_CONTENT = 1000
@@ -72,26 +98,36 @@ class ChunkWriteError(RuntimeError):
 
 
 class Indexer(Protocol):
+    """A document is identified by (tenant, doc_id): every per-document call takes ``tenant``, and
+    ``tenant=None`` (tests and tools only) means any tenant. The ingestor always passes one."""
+
     async def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
         """Index ``chunks`` with their unit-length ``vectors``; an existing ``chunk_id`` is replaced.
 
         Searchable once this returns. Raises ``ChunkWriteError`` when some chunks were rejected.
         """
 
-    async def delete_document(self, doc_id: str) -> int:
-        """Remove every chunk of ``doc_id``; returns how many there were."""
+    async def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
+        """Remove every chunk of ``doc_id`` (in ``tenant``); returns how many there were."""
 
-    async def document_chunk_ids(self, doc_id: str) -> set[str]:
+    async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         """Chunk ids currently indexed for ``doc_id`` (empty if unknown)."""
 
-    async def document_fingerprint(self, doc_id: str) -> str | None:
+    async def document_fingerprint(self, doc_id: str, *, tenant: str | None = None) -> str | None:
         """The ``doc_fingerprint`` stored with ``doc_id``'s chunks, or None if unknown."""
+
+    async def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
+        """``{chunk_id: stored vector}`` of ``doc_id``'s chunks: a chunk id hashes its text, so an
+        unchanged chunk of a re-ingested document reuses its vector instead of being embedded again."""
 
 
 class ContentLookup(Protocol):
-    async def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
-        """For each of ``hashes`` that indexed chunks carry as ``content_hash``, the ids of the documents
-        holding it (sorted, at most ``MAX_DOCUMENTS_PER_CONTENT``); hashes no document holds are absent."""
+    async def documents_with_content(
+        self, hashes: Collection[str], *, tenant: str | None = None
+    ) -> dict[str, list[str]]:
+        """For each of ``hashes`` that indexed chunks (of ``tenant``) carry as ``content_hash``, the ids of
+        the documents holding it (sorted, at most ``MAX_DOCUMENTS_PER_CONTENT``); hashes no document
+        holds are absent."""
 
 
 class IngestTarget(Indexer, ContentLookup, Protocol):
@@ -99,36 +135,33 @@ class IngestTarget(Indexer, ContentLookup, Protocol):
 
 
 class Searcher(Protocol):
-    """Every search takes ``with_vectors``: when true, each hit's ``ScoredChunk.vector`` is the chunk's
+    """Every search takes ``access`` (the caller's ``AccessFilter``, applied inside the search together
+    with ``filters``) and ``with_vectors``: when true, each hit's ``ScoredChunk.vector`` is the chunk's
     stored vector (float32, as upserted), read in the same pass as the hit; when false it is None
     (and nothing extra is read or sent)."""
 
     async def search_dense(
-        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, vector: np.ndarray, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         """Nearest chunks by cosine; score = (1 + cosine) / 2 in [0, 1]. Filters apply inside the search."""
 
     async def search_bm25(
-        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, query: str, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         """Best chunks by BM25 over text and title; score = raw BM25 (>= 0)."""
 
     async def search_hybrid(
-        self,
-        query: str,
-        vector: np.ndarray,
-        k: int,
-        filters: Filters | None,
-        fusion: FusionSettings,
-        *,
-        with_vectors: bool = False,
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         """Dense and BM25 fused as ``fusion`` says; min_max in [0, 1], rrf a sum of 1 / (60 + rank)."""
 
 
 class Catalog(Protocol):
-    async def list_documents(self) -> list[DocumentInfo]:
-        """One entry per indexed document, ordered by doc_id."""
+    async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
+        """One entry per indexed document (of ``tenant``), ordered by doc_id."""
 
     async def count(self) -> int:
         """Number of indexed chunks."""

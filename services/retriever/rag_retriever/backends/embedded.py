@@ -16,7 +16,15 @@ exact float32 bytes upserted), not from hnswlib, whose cosine space keeps a re-n
 cannot add a field to an existing index, so a format-1 directory is upgraded when opened: its chunks
 are copied into a new tantivy index (same labels, so the vector graph stays valid), which then takes
 the old one's place (see ``_upgrade_tantivy``). Those chunks have no content hash until their
-document is ingested again.
+document is ingested again. Format 3 added ``readers`` (and made ``tenant`` the owning tenant rather
+than a copy of ``metadata.tenant``): chunks of an older index are upgraded the same way and become
+tenant ``default``, readers ``["*"]``.
+
+Access (``AccessFilter``) is enforced inside both searches: the BM25 query is the user's query AND
+``tenant`` AND any of the ``readers``; the ANN search passes hnswlib a filter over labels, answered
+from an in-memory ``label -> (tenant, readers)`` map (``_access_of``, rebuilt on open, kept in step
+with every write), so a narrow ACL still returns ``k`` hits: the graph walk skips unreadable
+neighbours instead of a too-small candidate set being filtered afterwards.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,22 +44,25 @@ import numpy as np
 import tantivy
 from tantivy import Occur, Query
 
+from rag_common.identity import EVERYONE
 from rag_common.schemas import DocumentInfo
 from rag_retriever.backends.base import (
     FILTER_FIELDS,
+    AccessFilter,
     MAX_DOCUMENTS_PER_CONTENT,
     Filters,
     FusionSettings,
     IndexMismatchError,
 )
 from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
-from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 
 logger = logging.getLogger(__name__)
 
-#: 2: the ``content_hash`` keyword field. Older formats in ``_UPGRADABLE_FORMATS`` are upgraded on open.
-FORMAT_VERSION = 2
-_UPGRADABLE_FORMATS = frozenset({1})
+#: 2: the ``content_hash`` keyword field. 3: ``readers``, and ``tenant`` the owning tenant. Older
+#: formats in ``_UPGRADABLE_FORMATS`` are upgraded on open.
+FORMAT_VERSION = 3
+_UPGRADABLE_FORMATS = frozenset({1, 2})
 TANTIVY_DIR = "tantivy"
 #: Where the upgrade builds the new tantivy index, and where the old one waits until ``meta.json``
 #: says the new format (see ``_upgrade_tantivy``).
@@ -60,7 +71,9 @@ _PREVIOUS_DIR = "tantivy.previous"
 HNSW_FILE = "vectors.hnsw"
 META_FILE = "meta.json"
 
-_KEYWORD_FIELDS = ("chunk_id", "doc_id", "source", "tenant", "content_type", "content_hash")
+_KEYWORD_FIELDS = ("chunk_id", "doc_id", "source", "tenant", "content_type", "content_hash", "readers")
+#: The format that added each keyword field not in format 1.
+_FIELD_SINCE = {"content_hash": 2, "readers": 3}
 #: Keyword fields that aggregations read (``list_documents``, ``documents_with_content``).
 _FAST_FIELDS = ("doc_id", "content_hash")
 _TEXT_FIELDS = ("text", "title")
@@ -73,10 +86,10 @@ _LOOKUP_BATCH = 1000
 
 
 def _build_schema(format_version: int) -> tantivy.Schema:
-    """The tantivy schema of ``format_version`` (1 lacks ``content_hash``; the upgrade reads it)."""
+    """The tantivy schema of ``format_version`` (older ones lack fields; the upgrade reads them)."""
     builder = tantivy.SchemaBuilder()
     for name in _KEYWORD_FIELDS:
-        if name == "content_hash" and format_version < 2:
+        if _FIELD_SINCE.get(name, 1) > format_version:
             continue
         # "raw" keeps the whole value as one term: filters and deletes are exact matches.
         builder.add_text_field(name, fast=(name in _FAST_FIELDS), tokenizer_name="raw", index_option="basic")
@@ -149,6 +162,8 @@ class EmbeddedIndex:
         self._analyzer = _query_analyzer()
         self._hnsw = self._open_graph()
         self._live = 0
+        #: label -> (tenant, readers) of every live chunk: what the ANN filter reads.
+        self._access_of: dict[int, tuple[str, frozenset[str]]] = {}
         self._reconcile()
 
     # ------------------------------------------------------------------ writes
@@ -180,21 +195,28 @@ class EmbeddedIndex:
                 raise
             self._next_label += len(rows)
             self._index.reload()
+            for label in replaced:
+                self._access_of.pop(label, None)
+            for label, row in zip(labels, rows, strict=True):
+                self._access_of[label] = (chunks[row].tenant, frozenset(chunks[row].readers))
             self._update_graph(deleted=replaced, labels=labels, vectors=vectors[rows])
 
-    def delete_document(self, doc_id: str) -> int:
+    def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
         with self._lock:
             self._ensure_open()
-            labels = self._labels_matching(self._index.searcher(), Query.term_query(self._schema, "doc_id", doc_id))
+            query = self._doc_query(doc_id, tenant)
+            labels = self._labels_matching(self._index.searcher(), query)
             if not labels:
                 return 0
             try:
-                self._writer.delete_documents_by_term("doc_id", doc_id)
+                self._writer.delete_documents_by_query(query)
                 self._writer.commit()
             except Exception:
                 self._writer.rollback()
                 raise
             self._index.reload()
+            for label in labels:
+                self._access_of.pop(label, None)
             self._update_graph(deleted=labels, labels=[], vectors=np.zeros((0, self.dim), dtype=np.float32))
             return len(labels)
 
@@ -212,19 +234,29 @@ class EmbeddedIndex:
 
     # ------------------------------------------------------------------ reads
 
-    def document_chunk_ids(self, doc_id: str) -> set[str]:
+    def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         searcher = self._searcher()
-        return {record.chunk_id for record in self._records_matching(searcher, self._doc_query(doc_id))}
+        return {record.chunk_id for record in self._records_matching(searcher, self._doc_query(doc_id, tenant))}
 
-    def document_fingerprint(self, doc_id: str) -> str | None:
+    def document_fingerprint(self, doc_id: str, *, tenant: str | None = None) -> str | None:
         searcher = self._searcher()
-        hits = searcher.search(self._doc_query(doc_id), limit=1).hits
+        hits = searcher.search(self._doc_query(doc_id, tenant), limit=1).hits
         return self._record(searcher, hits[0][1]).doc_fingerprint if hits else None
 
+    def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
+        searcher = self._searcher()
+        vectors = {}
+        for address in self._all_hits(searcher, self._doc_query(doc_id, tenant)):
+            stored = searcher.doc(address)
+            record = ChunkRecord.from_payload(json.loads(stored.get_first("payload")))
+            vectors[record.chunk_id] = np.frombuffer(stored.get_first("vector"), dtype="<f4").astype(np.float32)
+        return vectors
+
     def search_bm25(
-        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, query: str, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
-        filter_query = self._filter_query(filters)
+        filter_query = self._restricted(self._filter_query(filters), access)
         terms = list(dict.fromkeys(self._analyzer.analyze(query)))
         if not terms or k <= 0:
             return []
@@ -241,7 +273,8 @@ class EmbeddedIndex:
         return [self._scored(searcher.doc(address), float(score), with_vectors) for score, address in hits]
 
     def search_dense(
-        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, vector: np.ndarray, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
@@ -250,10 +283,20 @@ class EmbeddedIndex:
         with self._lock:
             self._ensure_open()
             searcher = self._index.searcher()
-            allowed: set[int] | None = None
+            allowed: Callable[[int], bool] | None = None
+            k = min(k, self._live)
             if filter_query is not None:
-                allowed = set(self._labels_matching(searcher, filter_query))
-            k = min(k, self._live if allowed is None else len(allowed))
+                # Field filters: the exact set of matching (and readable) labels, from tantivy.
+                matching = set(self._labels_matching(searcher, self._restricted(filter_query, access)))
+                allowed = matching.__contains__
+                k = min(k, len(matching))
+            elif access is not None:
+                access_of = self._access_of
+
+                def allowed(label: int) -> bool:
+                    entry = access_of.get(label)
+                    return entry is not None and access.allows(*entry)
+
             if k <= 0:
                 return []
             labels, distances = self._nearest(query, k, allowed)
@@ -266,7 +309,7 @@ class EmbeddedIndex:
             if label in documents
         ]
 
-    def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
+    def documents_with_content(self, hashes: Collection[str], *, tenant: str | None = None) -> dict[str, list[str]]:
         wanted = sorted(set(hashes))
         searcher = self._searcher()
         holders: dict[str, list[str]] = {}
@@ -281,21 +324,23 @@ class EmbeddedIndex:
                     "aggs": {"docs": {"terms": {"field": "doc_id", "size": MAX_DOCUMENTS_PER_CONTENT}}},
                 }
             }
-            result = searcher.aggregate(Query.term_set_query(self._schema, "content_hash", batch), aggregation)
+            query = self._in_tenant(Query.term_set_query(self._schema, "content_hash", batch), tenant)
+            result = searcher.aggregate(query, aggregation)
             for bucket in result["hashes"]["buckets"]:
                 holders[bucket["key"]] = sorted(doc["key"] for doc in bucket["docs"]["buckets"])
         return holders
 
-    def list_documents(self) -> list[DocumentInfo]:
+    def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
         searcher = self._searcher()
         if searcher.num_docs == 0:
             return []
         result = searcher.aggregate(
-            Query.all_query(), {"docs": {"terms": {"field": "doc_id", "size": _MAX_LISTED_DOCUMENTS}}}
+            self._in_tenant(Query.all_query(), tenant),
+            {"docs": {"terms": {"field": "doc_id", "size": _MAX_LISTED_DOCUMENTS}}},
         )
         documents = []
         for bucket in result["docs"]["buckets"]:
-            hits = searcher.search(self._doc_query(bucket["key"]), limit=1).hits
+            hits = searcher.search(self._doc_query(bucket["key"], tenant), limit=1).hits
             if not hits:
                 continue
             record = self._record(searcher, hits[0][1])
@@ -323,8 +368,33 @@ class EmbeddedIndex:
         if self._closed:
             raise RuntimeError("the index is closed")
 
-    def _doc_query(self, doc_id: str) -> tantivy.Query:
-        return Query.term_query(self._schema, "doc_id", doc_id)
+    def _doc_query(self, doc_id: str, tenant: str | None = None) -> tantivy.Query:
+        return self._in_tenant(Query.term_query(self._schema, "doc_id", doc_id), tenant)
+
+    def _in_tenant(self, query: tantivy.Query, tenant: str | None) -> tantivy.Query:
+        """``query`` AND ``tenant`` (None: any tenant)."""
+        if tenant is None:
+            return query
+        in_tenant = Query.term_query(self._schema, "tenant", tenant)
+        return Query.boolean_query([(Occur.Must, query), (Occur.Must, in_tenant)])
+
+    def _access_query(self, access: AccessFilter) -> tantivy.Query:
+        """The chunks ``access`` may read: its tenant AND any of its principals among the readers."""
+        return Query.boolean_query(
+            [
+                (Occur.Must, Query.term_query(self._schema, "tenant", access.tenant)),
+                (Occur.Must, Query.term_set_query(self._schema, "readers", list(access.principals))),
+            ]
+        )
+
+    def _restricted(self, filter_query: tantivy.Query | None, access: AccessFilter | None) -> tantivy.Query | None:
+        """The field filters AND the access filter (either may be absent)."""
+        if access is None:
+            return filter_query
+        access_query = self._access_query(access)
+        if filter_query is None:
+            return access_query
+        return Query.boolean_query([(Occur.Must, filter_query), (Occur.Must, access_query)])
 
     def _filter_query(self, filters: Filters | None) -> tantivy.Query | None:
         if not filters:
@@ -350,6 +420,8 @@ class EmbeddedIndex:
         for field, value in keywords.items():
             if value is not None:
                 document.add_text(field, value)
+        for reader in chunk.readers:
+            document.add_text("readers", reader)
         document.add_text("text", chunk.text)
         document.add_text("title", chunk.title)
         document.add_unsigned("label", label)
@@ -412,6 +484,10 @@ class EmbeddedIndex:
         addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
         labels = searcher.fast_field_values("label", addresses) if addresses else []
         stored = {int(label): address for label, address in zip(labels, addresses, strict=True)}
+        self._access_of = {}
+        for label, address in stored.items():
+            record = self._record(searcher, address)
+            self._access_of[label] = (record.tenant, frozenset(record.readers))
         in_graph = {int(label) for label in self._hnsw.get_ids_list()}
         changed = not (self.index_dir / HNSW_FILE).exists()
         for label in in_graph - stored.keys():
@@ -457,22 +533,25 @@ class EmbeddedIndex:
         self._hnsw.add_items(vectors, labels, num_threads=1, replace_deleted=True)
         self._live += len(labels)
 
-    def _nearest(self, query: np.ndarray, k: int, allowed: set[int] | None) -> tuple[list[int], list[float]]:
+    def _nearest(
+        self, query: np.ndarray, k: int, allowed: Callable[[int], bool] | None
+    ) -> tuple[list[int], list[float]]:
         self._hnsw.set_ef(max(self._ef_search, k))
         try:
-            labels, distances = self._hnsw.knn_query(
-                query, k=k, num_threads=1, filter=allowed.__contains__ if allowed is not None else None
-            )
+            labels, distances = self._hnsw.knn_query(query, k=k, num_threads=1, filter=allowed)
             return [int(x) for x in labels[0]], [float(x) for x in distances[0]]
         except RuntimeError:
             # The graph walk reached fewer than k allowed points (a very selective filter):
             # an exact scan over the allowed vectors is both correct and cheap in that case.
             return self._exact_nearest(query, k, allowed)
 
-    def _exact_nearest(self, query: np.ndarray, k: int, allowed: set[int] | None) -> tuple[list[int], list[float]]:
-        if allowed is None:
-            allowed = set(self._labels_matching(self._index.searcher(), Query.all_query()))
-        labels = sorted(allowed)
+    def _exact_nearest(
+        self, query: np.ndarray, k: int, allowed: Callable[[int], bool] | None
+    ) -> tuple[list[int], list[float]]:
+        labels = sorted(label for label in self._access_of if allowed is None or allowed(label))
+        k = min(k, len(labels))
+        if k <= 0:
+            return [], []
         vectors = np.asarray(self._hnsw.get_items(labels, return_type="numpy"), dtype=np.float32)
         unit_query = query / max(float(np.linalg.norm(query)), 1e-12)
         distances = 1.0 - vectors @ unit_query
@@ -523,6 +602,9 @@ class EmbeddedIndex:
         for address, label in zip(addresses, labels, strict=True):
             stored = searcher.doc(address)
             record = ChunkRecord.from_payload(json.loads(stored.get_first("payload")))
+            if old_format < 3:
+                # Written before tenants and ACLs: everyone's, in the default tenant.
+                record.tenant, record.readers = DEFAULT_TENANT, [EVERYONE]
             vector = np.frombuffer(stored.get_first("vector"), dtype="<f4")
             writer.add_document(self._to_document(record, vector, int(label)))
         writer.commit()
@@ -533,8 +615,9 @@ class EmbeddedIndex:
         self._write_meta()
         shutil.rmtree(previous)
         logger.warning(
-            "upgraded the index at %s from format %d to %d (%d chunks); their documents get a content "
-            "hash when ingested again", self.index_dir, old_format, FORMAT_VERSION, len(addresses),
+            "upgraded the index at %s from format %d to %d (%d chunks, now of tenant %r, readable by all "
+            "of it); documents get a content hash when ingested again",
+            self.index_dir, old_format, FORMAT_VERSION, len(addresses), DEFAULT_TENANT,
         )
 
     # ------------------------------------------------------------------ metadata file
@@ -596,54 +679,59 @@ class EmbeddedBackend:
     async def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
         await asyncio.to_thread(self.index.upsert, chunks, vectors)
 
-    async def delete_document(self, doc_id: str) -> int:
-        return await asyncio.to_thread(self.index.delete_document, doc_id)
+    async def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
+        return await asyncio.to_thread(self.index.delete_document, doc_id, tenant=tenant)
 
-    async def document_chunk_ids(self, doc_id: str) -> set[str]:
-        return await asyncio.to_thread(self.index.document_chunk_ids, doc_id)
+    async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
+        return await asyncio.to_thread(self.index.document_chunk_ids, doc_id, tenant=tenant)
 
-    async def document_fingerprint(self, doc_id: str) -> str | None:
-        return await asyncio.to_thread(self.index.document_fingerprint, doc_id)
+    async def document_fingerprint(self, doc_id: str, *, tenant: str | None = None) -> str | None:
+        return await asyncio.to_thread(self.index.document_fingerprint, doc_id, tenant=tenant)
 
-    async def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
-        return await asyncio.to_thread(self.index.documents_with_content, hashes)
+    async def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
+        return await asyncio.to_thread(self.index.document_vectors, doc_id, tenant=tenant)
+
+    async def documents_with_content(
+        self, hashes: Collection[str], *, tenant: str | None = None
+    ) -> dict[str, list[str]]:
+        return await asyncio.to_thread(self.index.documents_with_content, hashes, tenant=tenant)
 
     async def search_dense(
-        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, vector: np.ndarray, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
-        return await asyncio.to_thread(self.index.search_dense, vector, k, filters, with_vectors=with_vectors)
+        return await asyncio.to_thread(
+            self.index.search_dense, vector, k, filters, access=access, with_vectors=with_vectors
+        )
 
     async def search_bm25(
-        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, query: str, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
-        return await asyncio.to_thread(self.index.search_bm25, query, k, filters, with_vectors=with_vectors)
+        return await asyncio.to_thread(
+            self.index.search_bm25, query, k, filters, access=access, with_vectors=with_vectors
+        )
 
     async def search_hybrid(
-        self,
-        query: str,
-        vector: np.ndarray,
-        k: int,
-        filters: Filters | None,
-        fusion: FusionSettings,
-        *,
-        with_vectors: bool = False,
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         if fusion.method == "z_score":
             raise ValueError("the embedded backend fuses with min_max or rrf; z_score needs the opensearch backend")
         # Fusion needs more candidates per list than it returns; both lists are searched concurrently.
         candidates = candidates_per_list(k)
         # Decoding a stored vector is a copy of bytes already read with the hit, so both lists carry
-        # them and the fused hits keep theirs.
+        # them and the fused hits keep theirs. Access applies inside each list, before fusion.
         dense, bm25 = await asyncio.gather(
-            self.search_dense(vector, candidates, filters, with_vectors=with_vectors),
-            self.search_bm25(query, candidates, filters, with_vectors=with_vectors),
+            self.search_dense(vector, candidates, filters, access=access, with_vectors=with_vectors),
+            self.search_bm25(query, candidates, filters, access=access, with_vectors=with_vectors),
         )
         if fusion.method == "rrf":
             return rrf_fusion(dense, bm25, k, fusion.rank_constant)
         return min_max_fusion(dense, bm25, k, fusion.dense_weight)
 
-    async def list_documents(self) -> list[DocumentInfo]:
-        return await asyncio.to_thread(self.index.list_documents)
+    async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
+        return await asyncio.to_thread(self.index.list_documents, tenant=tenant)
 
     async def count(self) -> int:
         return await asyncio.to_thread(self.index.count)

@@ -20,6 +20,7 @@ from opensearchpy.helpers import async_bulk
 from rag_common.schemas import DocumentInfo
 from rag_retriever.backends import opensearch_requests as dsl
 from rag_retriever.backends.base import (
+    AccessFilter,
     ChunkWriteError,
     Filters,
     FusionSettings,
@@ -141,93 +142,108 @@ class OpenSearchBackend:
         if errors:
             raise ChunkWriteError(dsl.bulk_failures(errors, {chunk.chunk_id: chunk.doc_id for chunk in chunks}))
 
-    async def delete_document(self, doc_id: str) -> int:
+    async def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
         # refresh=true (delete_by_query has no wait_for): the next search no longer sees the chunks.
         result = await self._client.delete_by_query(
-            index=self.alias, body=dsl.delete_document_body(doc_id), refresh=True
+            index=self.alias, body=dsl.delete_document_body(doc_id, tenant), refresh=True
         )
         if result.get("failures"):
             raise RuntimeError(f"deleting document {doc_id!r} failed: {result['failures'][:3]}")
         return int(result.get("deleted", 0))
 
-    async def document_chunk_ids(self, doc_id: str) -> set[str]:
+    async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         ids: set[str] = set()
         after = None
         while True:
-            response = await self._client.search(index=self.alias, body=dsl.chunk_ids_body(doc_id, PAGE_SIZE, after))
-            hits = response["hits"]["hits"]
+            body = dsl.chunk_ids_body(doc_id, PAGE_SIZE, after, tenant)
+            hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
             ids.update(hit["_id"] for hit in hits)
             if len(hits) < PAGE_SIZE:
                 return ids
             after = hits[-1]["sort"][0]
 
-    async def document_fingerprint(self, doc_id: str) -> str | None:
-        response = await self._client.search(index=self.alias, body=dsl.fingerprint_body(doc_id))
+    async def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
+        vectors: dict[str, np.ndarray] = {}
+        after = None
+        while True:
+            body = dsl.document_vectors_body(doc_id, PAGE_SIZE, after, tenant)
+            hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
+            vectors.update((hit["_id"], dsl.vector_from_source(hit["_source"])) for hit in hits)
+            if len(hits) < PAGE_SIZE:
+                return vectors
+            after = hits[-1]["sort"][0]
+
+    async def document_fingerprint(self, doc_id: str, *, tenant: str | None = None) -> str | None:
+        response = await self._client.search(index=self.alias, body=dsl.fingerprint_body(doc_id, tenant))
         hits = response["hits"]["hits"]
         return hits[0]["_source"].get("doc_fingerprint") if hits else None
 
     # ------------------------------------------------------------------ ContentLookup
 
-    async def documents_with_content(self, hashes: Collection[str]) -> dict[str, list[str]]:
+    async def documents_with_content(
+        self, hashes: Collection[str], *, tenant: str | None = None
+    ) -> dict[str, list[str]]:
         wanted = sorted(set(hashes))
         holders: dict[str, list[str]] = {}
         for start in range(0, len(wanted), PAGE_SIZE):
-            body = dsl.documents_with_content_body(wanted[start : start + PAGE_SIZE])
+            body = dsl.documents_with_content_body(wanted[start : start + PAGE_SIZE], tenant)
             holders.update(dsl.documents_with_content_from(await self._client.search(index=self.alias, body=body)))
         return holders
 
     # ------------------------------------------------------------------ Searcher
 
     # with_vectors: the vectors come back in the hits' _source, in the same request (no second
-    # round trip, and the same snapshot as the hits).
+    # round trip, and the same snapshot as the hits). access: a bool.filter on tenant and readers
+    # inside every query (the knn clause's filter, the BM25 bool, both hybrid sub-queries).
 
     async def search_dense(
-        self, vector: np.ndarray, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, vector: np.ndarray, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
             return []
-        body = dsl.dense_search_body(vector, k, filters, self.config.ef_search, with_vectors=with_vectors)
+        body = dsl.dense_search_body(
+            vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors
+        )
         response = await self._client.search(index=self.alias, body=body)
         return dsl.scored_hits(
             response, lambda raw: dsl.dense_score(raw, self.config.space), with_vectors=with_vectors
         )
 
     async def search_bm25(
-        self, query: str, k: int, filters: Filters | None = None, *, with_vectors: bool = False
+        self, query: str, k: int, filters: Filters | None = None,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         if k <= 0:
             return []
-        body = dsl.bm25_search_body(query, k, filters, with_vectors=with_vectors)
+        body = dsl.bm25_search_body(query, k, filters, access=access, with_vectors=with_vectors)
         response = await self._client.search(index=self.alias, body=body)
         return dsl.scored_hits(response, with_vectors=with_vectors)
 
     async def search_hybrid(
-        self,
-        query: str,
-        vector: np.ndarray,
-        k: int,
-        filters: Filters | None,
-        fusion: FusionSettings,
-        *,
-        with_vectors: bool = False,
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
+        *, access: AccessFilter | None = None, with_vectors: bool = False
     ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
             return []
         pipeline = await self._ensure_pipeline(fusion)
-        body = dsl.hybrid_search_body(query, vector, k, filters, self.config.ef_search, with_vectors=with_vectors)
+        body = dsl.hybrid_search_body(
+            query, vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors
+        )
         # The pipeline is what fuses: without search_pipeline the hybrid query is not normalised.
         response = await self._client.search(index=self.alias, body=body, search_pipeline=pipeline)
         return dsl.scored_hits(response, with_vectors=with_vectors, limit=k)
 
     # ------------------------------------------------------------------ Catalog
 
-    async def list_documents(self) -> list[DocumentInfo]:
+    async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
         documents: list[DocumentInfo] = []
         after = None
         while True:
-            response = await self._client.search(index=self.alias, body=dsl.list_documents_body(PAGE_SIZE, after))
+            body = dsl.list_documents_body(PAGE_SIZE, after, tenant)
+            response = await self._client.search(index=self.alias, body=body)
             aggregation = response["aggregations"]["docs"]
             for bucket in aggregation["buckets"]:
                 first = bucket["first"]["hits"]["hits"][0]["_source"]
@@ -283,6 +299,15 @@ class OpenSearchBackend:
                     "written before lack those fields until their documents are ingested again",
                     index, meta.get("template_version"), dsl.TEMPLATE_VERSION, ", ".join(upgrade["properties"]),
                 )
+                if meta.get("template_version") < dsl.ACCESS_BACKFILL_VERSION:
+                    # Without readers no search could find them: the default tenant's, readable by all of it.
+                    result = await self._client.update_by_query(
+                        index=index, body=dsl.access_backfill_body(), refresh=True, conflicts="proceed"
+                    )
+                    logger.warning(
+                        "index %s: %s chunks written before tenants are now tenant %r, readable by all of it",
+                        index, result.get("updated"), dsl.DEFAULT_TENANT,
+                    )
             elif meta.get("template_version") != dsl.TEMPLATE_VERSION:
                 logger.warning(
                     "index %s has template version %s, this code writes version %s: run reindex_into_new_version",

@@ -16,26 +16,32 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag_common.identity import EVERYONE
 from rag_retriever.backends.base import (
     FILTER_FIELDS,
+    AccessFilter,
     MAX_DOCUMENTS_PER_CONTENT,
     ChunkWriteFailure,
     Filters,
     FusionSettings,
 )
 from rag_retriever.fusion import candidates_per_list
-from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 
 #: Bump when the mapping or index settings change; then run ``reindex_into_new_version``, unless the
 #: change only adds fields (``ADDED_FIELDS``): those an older index gets in place on startup.
-TEMPLATE_VERSION = 2
+TEMPLATE_VERSION = 3
 #: Fields each template version added, when that was its only change: ``{version: {field: mapping}}``.
 #: Adding a field to a mapping is allowed (changing one is not), so an index of an older version is
 #: brought up to date with one ``PUT {index}/_mapping`` (``mapping_upgrade_body``) instead of refusing
 #: chunks that carry the new field under ``dynamic: strict``. Its older chunks simply lack the field.
 ADDED_FIELDS: dict[int, dict[str, dict[str, Any]]] = {
     2: {"content_hash": {"type": "keyword"}},  # sha256 of the document's normalised text
+    3: {"readers": {"type": "keyword"}},  # the principals that may read the chunk (tenant was mapped already)
 }
+#: What chunks written before version 3 get when an index is upgraded to it: the default tenant,
+#: readable by all of it (the embedded backend's format upgrade does the same).
+ACCESS_BACKFILL_VERSION = 3
 VECTOR_FIELD = "embedding"
 #: Vectors are stored in ``_source`` (reindexing needs them) and sent back with hits only when a
 #: search asks for them (``with_vectors``): then the whole ``_source`` comes back.
@@ -44,7 +50,8 @@ SOURCE_WITH_VECTOR = True
 #: A title match says more about a chunk than one in its body.
 BM25_FIELDS = ["text", "title^2"]
 #: Metadata values that are also indexed as exact-match keyword fields (when strings or string lists).
-METADATA_KEYWORDS = ("tenant", "content_type", "acl")
+#: Not ``tenant``: that is the chunk's own field (the ingesting caller's tenant), never the metadata's.
+METADATA_KEYWORDS = ("content_type", "acl")
 #: The chunk fields stored and returned as they are (``ChunkRecord.to_payload``).
 CHUNK_FIELDS = tuple(f.name for f in fields(ChunkRecord))
 #: Names of the search pipelines per fusion method (``{alias}-hybrid-{name}``).
@@ -155,6 +162,19 @@ def mapping_upgrade_body(mappings: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"_meta": {**meta, "template_version": TEMPLATE_VERSION}, "properties": properties}
 
 
+def access_backfill_body() -> dict[str, Any]:
+    """``POST {alias}/_update_by_query`` after an upgrade to version 3: chunks written before tenants
+    and ACLs (no ``readers``) become the default tenant's, readable by all of it."""
+    return {
+        "query": {"bool": {"must_not": [{"exists": {"field": "readers"}}]}},
+        "script": {
+            "lang": "painless",
+            "source": "ctx._source.tenant = params.tenant; ctx._source.readers = params.readers",
+            "params": {"tenant": DEFAULT_TENANT, "readers": [EVERYONE]},
+        },
+    }
+
+
 def create_index_body(alias: str | None) -> dict[str, Any]:
     """``PUT /{physical}``: settings and mappings come from the template; the alias (if any) atomically."""
     return {"aliases": {alias: {}}} if alias else {}
@@ -208,9 +228,17 @@ def pipeline_body(fusion: FusionSettings) -> dict[str, Any]:
 # --------------------------------------------------------------------------- queries
 
 
-def filter_clauses(filters: Filters | None) -> list[dict[str, Any]]:
-    """One ``terms`` clause per field: AND across fields, OR within one, exact keyword matches."""
-    clauses = []
+def access_clauses(access: AccessFilter | None) -> list[dict[str, Any]]:
+    """What ``access`` may read: its tenant AND one of its principals among the chunk's readers."""
+    if access is None:
+        return []
+    return [{"term": {"tenant": access.tenant}}, {"terms": {"readers": list(access.principals)}}]
+
+
+def filter_clauses(filters: Filters | None, access: AccessFilter | None = None) -> list[dict[str, Any]]:
+    """The access clauses, then one ``terms`` clause per field: AND across fields, OR within one,
+    exact keyword matches."""
+    clauses = access_clauses(access)
     for field, values in (filters or {}).items():
         if field not in FILTER_FIELDS:
             raise ValueError(f"unknown filter field {field!r}; allowed: {', '.join(FILTER_FIELDS)}")
@@ -218,9 +246,12 @@ def filter_clauses(filters: Filters | None) -> list[dict[str, Any]]:
     return clauses
 
 
-def knn_clause(vector: np.ndarray, k: int, filters: Filters | None, ef_search: int) -> dict[str, Any]:
-    """The dense query. The filter sits inside the knn clause (efficient filtering: k allowed hits
-    come back, as in the embedded backend) rather than in a bool around it (post-filtering).
+def knn_clause(
+    vector: np.ndarray, k: int, filters: Filters | None, ef_search: int, access: AccessFilter | None = None
+) -> dict[str, Any]:
+    """The dense query. The filter (access and fields) sits inside the knn clause (efficient
+    filtering: k allowed hits come back, as in the embedded backend, however narrow the ACL) rather
+    than in a bool around it (post-filtering).
 
     ``num_candidates`` of other engines maps to ``method_parameters.ef_search``: the HNSW candidate
     list per shard, raised to ``k`` (faiss uses it as given, lucene uses max(k, ef_search)).
@@ -230,16 +261,16 @@ def knn_clause(vector: np.ndarray, k: int, filters: Filters | None, ef_search: i
         "k": k,
         "method_parameters": {"ef_search": max(ef_search, k)},
     }
-    clauses = filter_clauses(filters)
+    clauses = filter_clauses(filters, access)
     if clauses:
         body["filter"] = {"bool": {"filter": clauses}}
     return {"knn": {VECTOR_FIELD: body}}
 
 
-def bm25_clause(query: str, filters: Filters | None) -> dict[str, Any]:
+def bm25_clause(query: str, filters: Filters | None, access: AccessFilter | None = None) -> dict[str, Any]:
     # most_fields sums the fields' scores, like the embedded backend's BM25 over text + title.
     match = {"multi_match": {"query": query, "fields": list(BM25_FIELDS), "type": "most_fields"}}
-    clauses = filter_clauses(filters)
+    clauses = filter_clauses(filters, access)
     # Filter context: decides membership without touching the BM25 score.
     return {"bool": {"must": [match], "filter": clauses}} if clauses else match
 
@@ -250,25 +281,30 @@ def source_filter(with_vectors: bool) -> bool | dict[str, Any]:
 
 
 def dense_search_body(
-    vector: np.ndarray, k: int, filters: Filters | None, ef_search: int, *, with_vectors: bool = False
+    vector: np.ndarray, k: int, filters: Filters | None, ef_search: int,
+    *, access: AccessFilter | None = None, with_vectors: bool = False
 ) -> dict[str, Any]:
-    return {"size": k, "_source": source_filter(with_vectors), "query": knn_clause(vector, k, filters, ef_search)}
+    query = knn_clause(vector, k, filters, ef_search, access)
+    return {"size": k, "_source": source_filter(with_vectors), "query": query}
 
 
-def bm25_search_body(query: str, k: int, filters: Filters | None, *, with_vectors: bool = False) -> dict[str, Any]:
-    return {"size": k, "_source": source_filter(with_vectors), "query": bm25_clause(query, filters)}
+def bm25_search_body(
+    query: str, k: int, filters: Filters | None, *, access: AccessFilter | None = None, with_vectors: bool = False
+) -> dict[str, Any]:
+    return {"size": k, "_source": source_filter(with_vectors), "query": bm25_clause(query, filters, access)}
 
 
 def hybrid_search_body(
-    query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int, *, with_vectors: bool = False
+    query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int,
+    *, access: AccessFilter | None = None, with_vectors: bool = False
 ) -> dict[str, Any]:
     """Sent with ``search_pipeline=<pipeline_name>``; without it OpenSearch would not fuse at all.
 
     Each sub-query yields up to ``size`` hits per shard, and normalization sees only those, so
     ``size`` is the per-list candidate depth of the embedded backend (``candidates_per_list``);
-    the caller keeps the first ``k``. Filters go inside each sub-query (the hybrid-level ``filter``
-    needs OpenSearch 3.0). So ``with_vectors`` brings back the vectors of all ``size`` fused hits,
-    not only the first ``k`` (about 8 KB of JSON per 384-d hit).
+    the caller keeps the first ``k``. Filters, access included, go inside each sub-query (the
+    hybrid-level ``filter`` needs OpenSearch 3.0). So ``with_vectors`` brings back the vectors of
+    all ``size`` fused hits, not only the first ``k`` (about 8 KB of JSON per 384-d hit).
     """
     candidates = candidates_per_list(k)
     return {
@@ -277,7 +313,10 @@ def hybrid_search_body(
         "query": {
             "hybrid": {
                 # Order matters: the pipeline's weights are [dense, bm25].
-                "queries": [knn_clause(vector, candidates, filters, ef_search), bm25_clause(query, filters)]
+                "queries": [
+                    knn_clause(vector, candidates, filters, ef_search, access),
+                    bm25_clause(query, filters, access),
+                ]
             }
         },
     }
@@ -286,20 +325,23 @@ def hybrid_search_body(
 # --------------------------------------------------------------------------- documents
 
 
-def doc_query(doc_id: str) -> dict[str, Any]:
-    return {"term": {"doc_id": doc_id}}
+def doc_query(doc_id: str, tenant: str | None = None) -> dict[str, Any]:
+    """A document's chunks: (tenant, doc_id) identifies it; ``tenant=None`` (tools, tests) any tenant's."""
+    if tenant is None:
+        return {"term": {"doc_id": doc_id}}
+    return {"bool": {"filter": [{"term": {"doc_id": doc_id}}, {"term": {"tenant": tenant}}]}}
 
 
-def delete_document_body(doc_id: str) -> dict[str, Any]:
-    return {"query": doc_query(doc_id)}
+def delete_document_body(doc_id: str, tenant: str | None = None) -> dict[str, Any]:
+    return {"query": doc_query(doc_id, tenant)}
 
 
-def chunk_ids_body(doc_id: str, page_size: int, after: str | None = None) -> dict[str, Any]:
+def chunk_ids_body(doc_id: str, page_size: int, after: str | None = None, tenant: str | None = None) -> dict[str, Any]:
     """One page of a document's chunk ids, sorted so ``search_after`` can page through any number."""
     body: dict[str, Any] = {
         "size": page_size,
         "_source": False,
-        "query": doc_query(doc_id),
+        "query": doc_query(doc_id, tenant),
         "sort": [{"chunk_id": "asc"}],
     }
     if after is not None:
@@ -307,18 +349,30 @@ def chunk_ids_body(doc_id: str, page_size: int, after: str | None = None) -> dic
     return body
 
 
-def fingerprint_body(doc_id: str) -> dict[str, Any]:
-    return {"size": 1, "_source": ["doc_fingerprint"], "query": doc_query(doc_id)}
+def document_vectors_body(
+    doc_id: str, page_size: int, after: str | None = None, tenant: str | None = None
+) -> dict[str, Any]:
+    """One page of a document's chunk ids with their stored vectors (reused by a re-ingest that
+    changes no chunk text, e.g. only the ACL)."""
+    body = chunk_ids_body(doc_id, page_size, after, tenant)
+    body["_source"] = ["chunk_id", VECTOR_FIELD]
+    return body
 
 
-def list_documents_body(page_size: int, after: str | None = None) -> dict[str, Any]:
-    """One page of documents: a composite aggregation on doc_id (pages through all of them, unlike
-    ``terms``), with one chunk's title, source and content hash per document."""
+def fingerprint_body(doc_id: str, tenant: str | None = None) -> dict[str, Any]:
+    return {"size": 1, "_source": ["doc_fingerprint"], "query": doc_query(doc_id, tenant)}
+
+
+def list_documents_body(page_size: int, after: str | None = None, tenant: str | None = None) -> dict[str, Any]:
+    """One page of documents (of ``tenant``): a composite aggregation on doc_id (pages through all of
+    them, unlike ``terms``), with one chunk's title, source and content hash per document."""
     composite: dict[str, Any] = {"size": page_size, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]}
     if after is not None:
         composite["after"] = {"doc_id": after}
+    scope = {} if tenant is None else {"query": {"term": {"tenant": tenant}}}
     return {
         "size": 0,
+        **scope,
         "aggs": {
             "docs": {
                 "composite": composite,
@@ -330,14 +384,17 @@ def list_documents_body(page_size: int, after: str | None = None) -> dict[str, A
     }
 
 
-def documents_with_content_body(hashes: Collection[str]) -> dict[str, Any]:
-    """Which documents hold each of ``hashes``: a ``terms`` query on ``content_hash`` and, per hash
-    (one bucket each: ``size`` = the number of hashes), a ``terms`` aggregation on ``doc_id``. No hits,
-    only the buckets. The caller sends at most ``PAGE_SIZE`` hashes per request."""
+def documents_with_content_body(hashes: Collection[str], tenant: str | None = None) -> dict[str, Any]:
+    """Which documents (of ``tenant``) hold each of ``hashes``: a ``terms`` query on ``content_hash``
+    and, per hash (one bucket each: ``size`` = the number of hashes), a ``terms`` aggregation on
+    ``doc_id``. No hits, only the buckets. The caller sends at most ``PAGE_SIZE`` hashes per request."""
     wanted = sorted(set(hashes))
+    query: dict[str, Any] = {"terms": {"content_hash": wanted}}
+    if tenant is not None:
+        query = {"bool": {"filter": [query, {"term": {"tenant": tenant}}]}}
     return {
         "size": 0,
-        "query": {"terms": {"content_hash": wanted}},
+        "query": query,
         "aggs": {
             "hashes": {
                 "terms": {"field": "content_hash", "size": len(wanted)},
