@@ -41,6 +41,7 @@ bench: setup
 	$(PY) bench/refiner_quality.py
 	$(PY) bench/answer_modes.py
 	$(PY) bench/chat_stream_latency.py
+	$(PY) bench/chat_load.py --mode auto
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".

@@ -33,3 +33,67 @@ def test_stage_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     (row,) = json.loads(out.read_text())["results"]
     assert row["n"] == 5 and row["diffusion_iterations"] >= 1
     assert 0 < row["diffusion_p50_ms"] <= row["diffusion_p95_ms"] and 0 < row["gmmr_p50_ms"] <= row["gmmr_p95_ms"]
+
+
+def test_load_benchmark_counts_against_a_stand_in_gateway(tmp_path: Path) -> None:
+    """The counting rules of bench/chat_load.py, against a stand-in gateway (``--gateway``): a follow-up
+    is sent only after a 200 first turn, a conversation is completed when both turns are 200, a 503 with
+    Retry-After is retried with ``--retries`` (and counted), and the ``rag_llm_*`` lines of /metrics are
+    reported."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Gateway(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if "reranker" in body["message"]:  # client 0's first conversation: its first turn fails
+                self._send(504, {"error": "llm timed out: no answer within 60s", "stage": "generator"})
+            elif "stored" in body["message"] and body["message"] not in refused:  # refused once, then answered
+                refused.add(body["message"])
+                self._send(503, {"error": "generator busy: llm busy", "stage": "generator"}, {"Retry-After": "0"})
+            else:
+                degraded = ["generator: extractive answer, the LLM is busy (expected wait 9s)"] if body["conversation_id"] else []
+                self._send(200, {"conversation_id": body["conversation_id"] or "c1", "answer": "a", "citations": [],
+                                 "refined_query": body["message"], "abstained": False, "timings_ms": {"total": 5.0},
+                                 "degraded": degraded, "answer_mode": "extractive"})
+
+        def do_GET(self) -> None:  # noqa: N802
+            text = 'rag_llm_rejected_total{service="generator"} 3.0\nrag_llm_queue_length{service="generator"} 0.0\n'
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            self.wfile.write(text.encode())
+
+        def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    refused: set[str] = set()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gateway)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path / "load.json"
+    try:
+        result = subprocess.run(
+            [sys.executable, str(BENCH / "chat_load.py"), "--gateway", f"http://127.0.0.1:{server.server_port}",
+             "--clients", "2", "--conversations", "2", "--retries", "1", "--out", str(out)],
+            capture_output=True, text=True, timeout=120,
+        )
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr[-2000:]
+    summary = json.loads(out.read_text())["summary"]
+    assert summary["requests"] == 8 and summary["follow_ups_sent"] == 3 and summary["retries"] == 1
+    assert summary["status_counts"] == {"200": 6, "503": 1, "504": 1}
+    assert summary["completed_conversations"] == 3 and summary["clients_with_a_completed_conversation"] == 2
+    assert summary["degraded_by_reason"] == {"generator: extractive answer, the LLM is busy": 3}
+    assert json.loads(out.read_text())["llm_metrics"]["gateway"] == {'rag_llm_rejected_total{service="generator"}': 3.0,
+                                                                    'rag_llm_queue_length{service="generator"}': 0.0}
