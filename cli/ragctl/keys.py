@@ -7,6 +7,7 @@ CLI talks to Redis directly, as an operator with access to it would; the token i
 from __future__ import annotations
 
 import asyncio
+import getpass
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -15,19 +16,25 @@ from redis.asyncio import Redis
 
 from rag_common.identity import ALL_SCOPES, Scope
 from rag_gateway.api_keys import ApiKeyInfo, ApiKeyStore, CreatedKey
+from rag_gateway.audit_log import AuditLog
 
 T = TypeVar("T")
 
 
-def _with_store(redis_url: str, action: Callable[[ApiKeyStore], Awaitable[T]]) -> T:
+def _with_store(redis_url: str, action: Callable[[ApiKeyStore, AuditLog], Awaitable[T]]) -> T:
     async def run() -> T:
         redis = Redis.from_url(redis_url, socket_connect_timeout=5)
         try:
-            return await action(ApiKeyStore(redis))
+            return await action(ApiKeyStore(redis), AuditLog(redis))
         finally:
             await redis.aclose()
 
     return asyncio.run(run())
+
+
+def _operator() -> str:
+    """Who ran the command, for the audit log: the operating-system user."""
+    return f"operator:{getpass.getuser()}"
 
 
 def create_key(
@@ -40,20 +47,31 @@ def create_key(
     ttl_s: float | None = None,
     description: str = "",
 ) -> CreatedKey:
-    return _with_store(
-        redis_url,
-        lambda store: store.create(
+    async def create(store: ApiKeyStore, audit: AuditLog) -> CreatedKey:
+        created = await store.create(
             tenant=tenant, user=user, groups=groups, scopes=scopes, ttl_s=ttl_s, description=description
-        ),
-    )
+        )
+        info = created.info
+        await audit.record(
+            _operator(), "key.create", info.key_id, tenant=tenant, user=user, groups=info.groups, scopes=info.scopes
+        )
+        return created
+
+    return _with_store(redis_url, create)
 
 
 def list_keys(redis_url: str) -> list[ApiKeyInfo]:
-    return _with_store(redis_url, lambda store: store.list())
+    return _with_store(redis_url, lambda store, _: store.list())
 
 
 def revoke_key(redis_url: str, key_id: str) -> bool:
-    return _with_store(redis_url, lambda store: store.revoke(key_id))
+    async def revoke(store: ApiKeyStore, audit: AuditLog) -> bool:
+        revoked = await store.revoke(key_id)
+        if revoked:
+            await audit.record(_operator(), "key.revoke", key_id)
+        return revoked
+
+    return _with_store(redis_url, revoke)
 
 
 def create_local_admin_key(redis_url: str) -> str:
@@ -65,7 +83,7 @@ def create_local_admin_key(redis_url: str) -> str:
 
 
 def is_valid_key(redis_url: str, token: str) -> bool:
-    return _with_store(redis_url, lambda store: store.verify(token)) is not None
+    return _with_store(redis_url, lambda store, _: store.verify(token)) is not None
 
 
 def local_admin_key(redis_url: str, key_file: Path | None) -> str:

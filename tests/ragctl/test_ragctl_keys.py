@@ -9,6 +9,7 @@ from redis.asyncio import Redis
 from typer.testing import CliRunner
 
 from rag_gateway.api_keys import ApiKeyStore
+from rag_gateway.audit_log import AuditLog
 from ragctl.cli import app
 from ragctl.keys import is_valid_key, local_admin_key
 
@@ -26,6 +27,17 @@ def _identity(redis_url: str, token: str):
     return asyncio.run(verify())
 
 
+def _recent_audit(redis_url: str) -> list[dict]:
+    async def read():
+        redis = Redis.from_url(redis_url)
+        try:
+            return await AuditLog(redis).recent(10)
+        finally:
+            await redis.aclose()
+
+    return asyncio.run(read())
+
+
 def test_create_list_revoke(redis_url: str) -> None:
     created = runner.invoke(
         app,
@@ -41,6 +53,9 @@ def test_create_list_revoke(redis_url: str) -> None:
     assert runner.invoke(app, ["keys", "revoke", info.key_id, "--redis-url", redis_url]).exit_code == 0
     assert _identity(redis_url, token) is None
     assert runner.invoke(app, ["keys", "revoke", info.key_id, "--redis-url", redis_url]).exit_code == 1
+    audit = _recent_audit(redis_url)
+    assert [(e["action"], e["target"]) for e in audit[:2]] == [("key.revoke", info.key_id), ("key.create", info.key_id)]
+    assert audit[1]["actor"].startswith("operator:") and audit[1]["detail"]["scopes"] == ["chat", "ingest"]
 
 
 def test_bad_scopes_and_identities_are_refused_with_a_message(redis_url: str) -> None:

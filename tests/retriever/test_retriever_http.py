@@ -244,3 +244,14 @@ def test_a_document_claiming_another_tenant_is_422(client):
     response = client.post("/v1/documents", json={"documents": [document]})
     assert response.status_code == 422
     assert "not the caller's tenant 'acme'" in response.json()["error"]
+
+
+def test_more_files_than_the_limit_is_a_413_before_any_is_read(tmp_path, embedder):
+    settings = RetrieverSettings(index_dir=str(tmp_path / "index"), max_upload_files=3)
+    with TestClient(create_app(settings, embedder=embedder), headers=identity_header()) as limited:
+        files = [("files", (f"f{i}.txt", b"Some text.", "text/plain")) for i in range(4)]
+        response = limited.post("/v1/documents/upload", files=files)
+        assert response.status_code == 413
+        assert response.json()["error"] == "4 files in one request; at most 3"
+        assert limited.get("/v1/documents").json()["documents"] == []
+        assert limited.post("/v1/documents/upload", files=files[:3]).json()["documents"] == 3

@@ -16,7 +16,7 @@ from fastapi import Depends, FastAPI, File, Request, Security, UploadFile
 from fastapi.security import APIKeyHeader
 
 from rag_common.embedders import Embedder
-from rag_common.errors import NotFound, Unauthenticated
+from rag_common.errors import NotFound, PayloadTooLarge, Unauthenticated
 from rag_common.identity import IDENTITY_HEADER, Identity, decode_identity
 from rag_common.schemas import (
     DocumentDeleted,
@@ -85,13 +85,15 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
         "/v1/documents/upload",
         response_model=IngestResponse,
         tags=["documents"],
-        responses=error_responses(401, 503),
+        responses=error_responses(401, 413, 503),
     )
     async def upload(
         request: Request, identity: Caller, files: Annotated[list[UploadFile], File(min_length=1)]
     ) -> IngestResponse:
         """One or more ``.txt``, ``.md``, ``.html``, ``.pdf``, ``.json`` or ``.jsonl`` files; each is accepted
         or rejected whole."""
+        if len(files) > settings.max_upload_files:
+            raise PayloadTooLarge(f"{len(files)} files in one request; at most {settings.max_upload_files}")
         documents, failures = [], []
         for file in files:
             # One byte past the limit is enough to know a file is too big, without reading it all.

@@ -36,6 +36,12 @@ class RetrieverSettings(ServiceSettings):
         default=40, ge=0, description="Whole trailing sentences of up to this many tokens repeated in the next chunk. Default 40."
     )
     max_upload_mb: float = Field(default=20.0, gt=0, description="Largest accepted uploaded file, MiB. Default 20.")
+    max_upload_files: int = Field(
+        default=100,
+        ge=1,
+        description="Most files in one upload request; more is a 413 before any is parsed (ragctl ingest sends "
+        "batches of 16). Default 100.",
+    )
     default_top_k: int = Field(
         default=10, ge=1, le=MAX_SEARCH_TOP_K, description="Passages returned when a search request gives no top_k. Default 10."
     )
