@@ -21,8 +21,9 @@ Recorded per request: status, latency, the ``degraded`` list and ``abstained`` o
 error of the others. Printed: status counts, p50/p95 latency (all requests, the 200s), completed
 conversations, degraded answers by reason, and the ``rag_llm_*`` lines of the gateway's, refiner's
 and generator's ``/metrics`` scraped at the end (admission control: rejections, queue wait). The
-machine's load averages before, during and after the run are in the JSON (the benchmark is only
-meaningful on a machine not busy with something else).
+machine's load averages before, during and after the run are in the JSON, with the mean number of
+cores that other processes kept busy during the load phase (``busy_cores_others``, from /proc): the
+benchmark is only meaningful on a machine not busy with something else.
 
     .venv/bin/python bench/chat_load.py [--mode generative] [--clients 8] [--conversations 3]
         [--gateway http://127.0.0.1:8000 [--refiner URL --generator URL]] [--out bench-results/chat_load.json]
