@@ -82,7 +82,6 @@ def caller(scope: Scope, kind: RequestKind | None = None):
         identity = require_scope(await runtime.authenticator.authenticate(request.headers.get("authorization")), scope)
         if kind is not None and runtime.authenticator.enabled:  # with auth off there is one caller: no limit
             await runtime.rate_limits.hit(kind, identity)
-        request.state.identity = identity
         return identity
 
     return authenticated
