@@ -45,8 +45,14 @@ def ingest(
     api_key: str | None = typer.Option(
         None, envvar="RAGCTL_API_KEY", help="API key with the ingest scope (`make run` writes one to var/api-key)"
     ),
+    acl_group: list[str] = typer.Option(
+        [], "--acl-group", help="Only this group may read what is uploaded (repeat; with --acl-user: either)"
+    ),
+    acl_user: list[str] = typer.Option([], "--acl-user", help="Only this user may read what is uploaded (repeat)"),
 ) -> None:
-    """Upload files and web pages through the gateway; exit code 1 if any of them failed."""
+    """Upload files and web pages through the gateway; exit code 1 if any of them failed.
+
+    Without --acl-group/--acl-user everyone in the key's tenant may read the documents."""
     out = Console()  # per call, so the terminal width is read now
     options = IngestOptions(
         batch_size=batch_size,
@@ -55,6 +61,7 @@ def ingest(
         timeout_s=timeout,
         max_file_bytes=int(max_file_mb * MIB),
         api_key=api_key,
+        acl={"groups": acl_group, "users": acl_user} if acl_group or acl_user else None,
     )
     progress = Progress(
         TextColumn("uploading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

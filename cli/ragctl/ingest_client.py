@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -69,6 +70,8 @@ class IngestSummary:
     skipped: int = 0
     failed: list[Failure] = field(default_factory=list)
     doc_ids: list[str] = field(default_factory=list)
+    #: Who may read each written document, as the retriever reports it.
+    readers: dict[str, list[str]] = field(default_factory=dict)
     #: Files found in directories but not sent (unsupported suffix).
     ignored: list[str] = field(default_factory=list)
 
@@ -78,6 +81,7 @@ class IngestSummary:
         self.skipped += int(body.get("skipped", 0))
         self.failed.extend(Failure(str(f.get("name", "?")), str(f.get("reason", "?"))) for f in body.get("failed", []))
         self.doc_ids.extend(str(doc_id) for doc_id in body.get("doc_ids", []))
+        self.readers.update(body.get("readers", {}))
 
     def as_dict(self) -> dict[str, Any]:
         """The gateway's ``IngestResponse`` shape, summed over batches (plus ``ignored``)."""
@@ -87,6 +91,7 @@ class IngestSummary:
             "skipped": self.skipped,
             "failed": [{"name": failure.name, "reason": failure.reason} for failure in self.failed],
             "doc_ids": list(self.doc_ids),
+            "readers": dict(self.readers),
             "ignored": list(self.ignored),
         }
 
@@ -102,6 +107,12 @@ class IngestOptions:
     retries: int = 2
     #: Sent as ``Authorization: Bearer`` to the gateway only (never to the pages being downloaded).
     api_key: str | None = None
+    #: Who may read what is uploaded (``{"groups": [...], "users": [...]}``); None: everyone in the tenant.
+    acl: dict[str, list[str]] | None = None
+
+    def form_fields(self) -> dict[str, str]:
+        """The non-file fields of each upload request."""
+        return {} if self.acl is None else {"acl": json.dumps(self.acl)}
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
@@ -308,6 +319,7 @@ class Ingestion:
                 response = await client.post(
                     f"{self.gateway_url}/v1/documents",
                     files=files,
+                    data=self.options.form_fields(),
                     timeout=self.options.timeout_s,
                     headers=auth_headers(self.options.api_key),
                 )

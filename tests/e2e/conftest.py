@@ -59,6 +59,40 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str, llm_
     stack.stop()
 
 
+#: The stack with authentication on as `make run` starts it (API keys, a drawn service credential),
+#: answering extractively so that the access tests can ask thousands of questions without the LLM
+#: (HyDE still asks it), and with rate limits far above what those tests send.
+AUTHENTICATED = {
+    "GENERATOR_MODE": "extractive",
+    "GATEWAY_RATE_LIMIT_CHAT": "100000/minute",
+    "GATEWAY_RATE_LIMIT_STREAM": "100000/minute",
+    "GATEWAY_RATE_LIMIT_INGEST": "100000/minute",
+}
+
+
+@dataclass
+class AuthenticatedStack:
+    urls: dict[str, str]
+    env: dict[str, str]
+
+    @property
+    def service_token(self) -> str:
+        return self.env["RAG_SERVICE_TOKEN"]
+
+
+@pytest.fixture(scope="session")
+def authenticated_stack(tmp_path_factory, redis_url: str, llm_base_url: str) -> Iterator[AuthenticatedStack]:
+    """The five services with caller authentication and the service credential on."""
+    stack = Stack()
+    ports = {name: free_port() for name in SERVICES}
+    try:
+        extra_env = {**SLOW_MACHINE_TIMEOUTS, **AUTHENTICATED}
+        env = start_services(ports, tmp_path_factory.mktemp("authenticated"), redis_url, llm_base_url, stack, extra_env)
+        yield AuthenticatedStack({p.name: p.url for p in stack.processes}, env)
+    finally:
+        stack.stop()
+
+
 @pytest.fixture(scope="module")
 def reranker_stopped(running_stack: RunningStack) -> Iterator[ManagedProcess]:
     """The reranker process stopped for the tests of one module, then started again on the same port

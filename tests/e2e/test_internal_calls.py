@@ -3,16 +3,13 @@ draws a service credential, and reaching the retriever's port does not bypass th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
 from rag_common.identity import Identity, identity_headers
 from ragctl.keys import create_local_admin_key
-from ragctl.stack import SERVICES, Stack, free_port, start_services
 
-from .conftest import SLOW_MACHINE_TIMEOUTS
+from .conftest import AuthenticatedStack
 
 pytestmark = pytest.mark.e2e
 
@@ -24,20 +21,8 @@ INTERNAL_CALLS = {
 }
 
 
-@pytest.fixture(scope="module")
-def guarded_stack(tmp_path_factory, redis_url: str, llm_base_url: str) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
-    stack = Stack()
-    ports = {name: free_port() for name in SERVICES}
-    try:
-        env = start_services(ports, tmp_path_factory.mktemp("guarded"), redis_url, llm_base_url, stack, SLOW_MACHINE_TIMEOUTS)
-        yield {p.name: p.url for p in stack.processes}, env
-    finally:
-        stack.stop()
-
-
-def test_internal_services_refuse_calls_without_the_service_credential(guarded_stack) -> None:
-    urls, env = guarded_stack
-    token = env["RAG_SERVICE_TOKEN"]
+def test_internal_services_refuse_calls_without_the_service_credential(authenticated_stack: AuthenticatedStack) -> None:
+    urls, token = authenticated_stack.urls, authenticated_stack.service_token
     assert len(token) >= 32
     for service, (method, path, body) in INTERNAL_CALLS.items():
         for headers in ({}, {"X-RAG-Service-Token": "wrong"}):
@@ -53,8 +38,10 @@ def test_internal_services_refuse_calls_without_the_service_credential(guarded_s
         assert document["components"]["securitySchemes"]["ServiceToken"]["name"] == "X-RAG-Service-Token"
 
 
-def test_the_gateway_holds_the_credential_so_a_chat_works_end_to_end(guarded_stack, redis_url: str) -> None:
-    urls, _ = guarded_stack
+def test_the_gateway_holds_the_credential_so_a_chat_works_end_to_end(
+    authenticated_stack: AuthenticatedStack, redis_url: str
+) -> None:
+    urls = authenticated_stack.urls
     key = create_local_admin_key(redis_url)
     response = httpx.post(
         f"{urls['gateway']}/v1/chat",

@@ -103,6 +103,19 @@ def test_summary_table_and_exit_code_zero_then_unchanged_on_the_second_run(tmp_p
     assert lines["skipped (unchanged)"] == "3" and lines["documents written"] == "0"
 
 
+def test_acl_options_make_the_upload_readable_by_those_named_only(tmp_path, gateway_url):
+    (tmp_path / "salaries.md").write_text("# Salaries\n\nThe salary bands of the lab technicians.")
+    (tmp_path / "rota.txt").write_text("The night rota of the lab technicians.")
+    result = invoke(str(tmp_path), "--gateway", gateway_url, "--acl-group", "hr", "--acl-group", "finance",
+                    "--acl-user", "dean", "--json")
+    assert result.exit_code == 0, result.output
+    readers = ["group:finance", "group:hr", "user:dean"]
+    assert json.loads(result.output)["readers"] == {"rota.txt": readers, "salaries.md": readers}
+    # Without the options: the whole tenant again (the same text: only the readers change).
+    again = json.loads(invoke(str(tmp_path / "rota.txt"), "--gateway", gateway_url, "--json").output)
+    assert (again["documents"], again["readers"]) == (1, {"rota.txt": ["*"]})
+
+
 def test_failures_are_listed_with_their_reason(tmp_path, gateway_url):
     (tmp_path / "empty.txt").write_text("")
     result = invoke(str(tmp_path / "empty.txt"), "--gateway", gateway_url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator
 
 import numpy as np
@@ -120,6 +121,44 @@ def test_upload_ingests_good_files_and_reports_bad_ones(client):
 
     hit = client.post("/v1/search", json={"query": "steady wind", "mode": "bm25", "top_k": 1}).json()["passages"][0]
     assert (hit["doc_id"], hit["title"], hit["section_path"]) == ("kites.md", "Kites", ["Kites", "Flying"])
+
+
+def test_an_upload_acl_limits_who_finds_its_files_and_a_json_files_own_acl_wins(client):
+    files = [
+        ("files", ("payroll.md", b"# Payroll\n\nThe quokkafund bonus is paid in March.", "text/markdown")),
+        ("files", ("board.jsonl", b'{"id": "board-1", "text": "The quokkafund board meets in May.", '
+                   b'"acl": {"users": ["bob"]}}\n', "application/json")),
+    ]
+    acl = json.dumps({"groups": ["finance"], "users": []})
+    response = client.post("/v1/documents/upload", files=files, data={"acl": acl})
+    assert response.status_code == 200, response.text
+    assert response.json()["doc_ids"] == ["payroll.md", "board-1"]
+
+    def readable(**who) -> set[str]:
+        body = {"query": "quokkafund", "mode": "bm25", "top_k": 10}
+        found = client.post("/v1/search", json=body, headers=identity_header(**who))
+        assert found.status_code == 200, found.text
+        return {passage["doc_id"] for passage in found.json()["passages"]}
+
+    assert readable(user="ann", groups=("finance",)) == {"payroll.md"}
+    assert readable(user="bob") == {"board-1"}
+    assert readable(user="carl", groups=("sales",)) == set()
+    assert readable(tenant="globex", user="ann", groups=("finance",)) == set()
+
+    # Uploaded again without the field: everyone in the tenant reads it, nothing re-embedded.
+    again = client.post("/v1/documents/upload", files=files[:1])
+    assert again.json()["documents"] == 1
+    assert readable(user="carl", groups=("sales",)) == {"payroll.md"}
+
+
+@pytest.mark.parametrize("acl", ['{"groups": "finance"}', "finance", '{"roles": ["x"]}', '{"users": ["a\\u0001"]}'])
+def test_a_malformed_upload_acl_is_422_and_nothing_is_written(client, acl):
+    files = [("files", ("secret.md", b"# Secret\n\nThe zebrafund balance.", "text/markdown"))]
+    response = client.post("/v1/documents/upload", files=files, data={"acl": acl})
+    assert response.status_code == 422, response.text
+    assert "acl form field" in response.json()["error"]
+    found = client.post("/v1/search", json={"query": "zebrafund", "mode": "bm25"}).json()["passages"]
+    assert found == []
 
 
 def test_upload_without_files_is_422(client):

@@ -278,6 +278,11 @@ class IngestResponse(WireModel):
         default_factory=list,
         description="The documents of ``doc_ids`` whose content other documents also hold, in request order.",
     )
+    readers: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Who may read each document written (new or changed) by this request: ``*`` (everyone "
+        "in the tenant), ``group:<name>``, ``user:<name>``; an empty list is no one. The audit log keeps it.",
+    )
 
 
 class DocumentInfo(WireModel):

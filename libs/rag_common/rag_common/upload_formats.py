@@ -43,3 +43,10 @@ def format_for_mime(content_type: str | None) -> UploadFormat | None:
     """The format a MIME type (parameters ignored) names, or None for generic and unknown types."""
     mime = (content_type or "").split(";", 1)[0].strip().lower()
     return next((fmt for fmt in UPLOAD_FORMATS if mime in fmt.mime_types), None)
+
+#: The optional ``acl`` form field of a multipart upload (the gateway's and the retriever's OpenAPI).
+UPLOAD_ACL_DESCRIPTION = (
+    'Who in the tenant may read the uploaded documents: JSON {"groups": [...], "users": [...]}. Absent: '
+    "everyone in the tenant. Applies to every document of the upload that carries no ACL of its own "
+    "(documents in a .json/.jsonl file may carry one each)."
+)

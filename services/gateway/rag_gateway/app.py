@@ -30,6 +30,7 @@ from rag_common.schemas import (
     IngestResponse,
 )
 from rag_common.service import create_service_app, error_responses, status_for
+from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
 from rag_gateway.authentication import require_scope
 from rag_gateway.chat_service import ChatService, StreamEvent
 from rag_gateway.document_service import DocumentService, Relayed
@@ -64,7 +65,8 @@ _INGEST_BODY = {
                             "minItems": 1,
                             "items": {"type": "string", "format": "binary"},
                             "description": ".txt, .md, .html, .pdf, .json or .jsonl files; each accepted or rejected whole",
-                        }
+                        },
+                        "acl": {"type": "string", "description": UPLOAD_ACL_DESCRIPTION},
                     },
                 }
             },
@@ -214,7 +216,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         content_type = request.headers.get("content-type", "")
         relayed = await documents.ingest(identity, await request.body(), content_type)
         if relayed.status_code == 200:
-            await request.app.state.runtime.audit.record(identity, "documents.ingest", content_type.split(";")[0])
+            written = IngestResponse.model_validate_json(relayed.content)
+            # The readers each written document now has: an ACL set or changed is in the entry.
+            await request.app.state.runtime.audit.record(
+                identity, "documents.ingest", content_type.split(";")[0],
+                doc_ids=written.doc_ids, written=written.documents, readers=written.readers,
+            )
         return _relayed(relayed)
 
     @app.get(

@@ -12,15 +12,19 @@ import asyncio
 
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, File, Request, Security, UploadFile
+from fastapi import Depends, FastAPI, File, Form, Request, Security, UploadFile
 from fastapi.security import APIKeyHeader
 
 from rag_common.embedders import Embedder
-from rag_common.errors import NotFound, PayloadTooLarge, Unauthenticated
+from pydantic import ValidationError
+
+from rag_common.errors import InvalidInput, NotFound, PayloadTooLarge, Unauthenticated
 from rag_common.identity import IDENTITY_HEADER, Identity, decode_identity
 from rag_common.schemas import (
+    DocumentAcl,
     DocumentDeleted,
     DocumentId,
+    DocumentIn,
     DocumentList,
     IngestFailure,
     IngestRequest,
@@ -29,6 +33,7 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_common.service import create_service_app, error_responses
+from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.parsers import UploadRejected, parse_upload, upload_name
 from rag_retriever.runtime import RetrieverRuntime, open_runtime
@@ -54,6 +59,25 @@ async def caller_identity(value: Annotated[str | None, Security(_IDENTITY)] = No
             "gateway authenticated, and answers none without one"
         )
     return decode_identity(value)
+
+
+def upload_acl(value: str | None) -> DocumentAcl | None:
+    """The ``acl`` form field of an upload: JSON ``{"groups": [...], "users": [...]}``, or absent."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return DocumentAcl.model_validate_json(value)
+    except ValidationError as exc:
+        raise InvalidInput(
+            f'the acl form field must be JSON {{"groups": [...], "users": [...]}}: {exc.errors()[0]["msg"]}'
+        ) from exc
+
+
+def with_default_acl(documents: list[DocumentIn], acl: DocumentAcl | None) -> list[DocumentIn]:
+    """``acl`` on each document that carries none (a JSON file's own per-document ACLs win)."""
+    if acl is None:
+        return documents
+    return [document if document.acl is not None else document.model_copy(update={"acl": acl}) for document in documents]
 
 
 Caller = Annotated[Identity, Depends(caller_identity)]
@@ -88,10 +112,14 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
         responses=error_responses(401, 413, 503),
     )
     async def upload(
-        request: Request, identity: Caller, files: Annotated[list[UploadFile], File(min_length=1)]
+        request: Request,
+        identity: Caller,
+        files: Annotated[list[UploadFile], File(min_length=1)],
+        acl: Annotated[str | None, Form(description=UPLOAD_ACL_DESCRIPTION)] = None,
     ) -> IngestResponse:
         """One or more ``.txt``, ``.md``, ``.html``, ``.pdf``, ``.json`` or ``.jsonl`` files; each is accepted
         or rejected whole."""
+        default_acl = upload_acl(acl)
         if len(files) > settings.max_upload_files:
             raise PayloadTooLarge(f"{len(files)} files in one request; at most {settings.max_upload_files}")
         documents, failures = [], []
@@ -109,7 +137,9 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
                 failures.append(IngestFailure(name=upload_name(file.filename) or "(unnamed)", reason=str(exc)))
             finally:
                 await file.close()
-        return await _runtime(request).ingestor.ingest(documents, failures, tenant=identity.tenant)
+        return await _runtime(request).ingestor.ingest(
+            with_default_acl(documents, default_acl), failures, tenant=identity.tenant
+        )
 
     @app.get(
         "/v1/documents", response_model=DocumentList, tags=["documents"], responses=error_responses(401, 503)

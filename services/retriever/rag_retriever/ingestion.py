@@ -156,6 +156,7 @@ class Ingestor:
             failed=failed,
             doc_ids=[document.doc_id for document in kept_documents],
             duplicates=duplicates,
+            readers={document.doc_id: list(document.readers) for document in kept_documents if document.doc_id in written},
         )
 
     async def _duplicates(self, documents: list[SourceDocument], tenant: str) -> list[DuplicateContent]:
