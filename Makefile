@@ -33,6 +33,7 @@ bench: setup
 	$(PY) bench/chat_latency.py --mode extractive
 	$(PY) bench/chat_latency.py --mode generative
 	$(PY) bench/retrieval_latency.py
+	$(PY) bench/retrieval_acl_latency.py
 	$(PY) bench/retrieval_ingest.py
 	$(PY) bench/retrieval_quality.py
 	$(PY) bench/reranker_stages.py
