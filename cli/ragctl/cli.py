@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import signal
 import threading
 import time
@@ -17,6 +16,7 @@ from rich.table import Table
 from ragctl.ingest_client import MIB, IngestOptions, IngestSummary
 from ragctl.ingest_client import ingest as run_ingestion
 from ragctl.stack import API_KEY_ENV, DEFAULT_PORTS, StackError, start_stack
+from ragctl.supervisor import GaveUp, Supervisor
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 console = Console()
@@ -119,6 +119,8 @@ def up(
         raise typer.Exit(1) from exc
     gateway = f"http://127.0.0.1:{ports['gateway']}"
     api_key, key_file = env[API_KEY_ENV], data_dir / "api-key"
+    supervisor = Supervisor(stack, report=lambda line: console.print(f"[yellow]{time.strftime('%H:%M:%S')} {line}[/]"))
+    exit_code = 0
     try:
         console.print(f"all services ready in {time.perf_counter() - started:.1f}s")
         if str(demo_corpus) and demo_corpus.is_dir():
@@ -138,20 +140,24 @@ def up(
             "-d '{\"message\": \"Where are conversations stored?\"}'",
             soft_wrap=True,
         )
-        console.print("\nCtrl-C stops everything.")
+        console.print("\nA process that exits is restarted (ragctl/supervisor.py); Ctrl-C stops everything.")
         stop = threading.Event()
         # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored.
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         while not stop.is_set():
-            dead = [p.name for p in stack.processes if not p.alive()]
-            if dead:
-                console.print(f"[red]process exited: {', '.join(dead)}[/] (see {data_dir / 'logs'})")
+            try:
+                supervisor.check()
+            except GaveUp as exc:
+                console.print(f"[red]{exc}[/]\n(logs in {data_dir / 'logs'})")
+                exit_code = 1
                 break
-            stop.wait(1.0)
+            stop.wait(0.5)
     finally:
+        supervisor.stop()
         console.print("stopping...")
         stack.stop()
+    raise typer.Exit(exit_code)
 
 
 @app.command("eval")

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +51,9 @@ class ManagedProcess:
     process: subprocess.Popen[bytes]
     log_path: Path
     url: str = ""
+    #: Starts this process again as it was started (same port, data and environment) and waits until
+    #: it is ready; the supervisor of ``ragctl up`` calls it after a crash (``ragctl.supervisor``).
+    respawn: Callable[[], ManagedProcess] | None = None
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -95,7 +99,10 @@ def ensure_port_free(name: str, port: int) -> None:
 def _spawn(name: str, argv: list[str], log_dir: Path, env: dict[str, str] | None = None) -> ManagedProcess:
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
-    log_file = open(log_path, "wb")  # noqa: SIM115 - the child owns it for its lifetime
+    # Appended, not truncated: after a crash and restart the log still shows why the process died.
+    log_file = open(log_path, "ab")  # noqa: SIM115 - the child owns it for its lifetime
+    log_file.write(f"----- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {name}\n".encode())
+    log_file.flush()
     process = subprocess.Popen(
         argv,
         stdout=log_file,
@@ -159,6 +166,7 @@ def start_redis(port: int, data_dir: Path, log_dir: Path, *, persist: bool = Tru
     ]
     proc = _spawn("redis", argv, log_dir)
     proc.url = f"redis://127.0.0.1:{port}/0"
+    proc.respawn = lambda: start_redis(port, data_dir, log_dir, persist=persist)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         if not proc.alive():
@@ -202,6 +210,7 @@ def start_llm_server(
     ]
     proc = _spawn("llm", argv, log_dir)
     proc.url = f"http://127.0.0.1:{port}/v1"
+    proc.respawn = lambda: start_llm_server(port, log_dir, model_path=model_path, alias=alias, parallel=parallel)
     _wait_http(proc, f"http://127.0.0.1:{port}/health", timeout_s=60)
     return proc
 
@@ -219,6 +228,7 @@ def start_service(
     service_env = {**env, f"{prefix}_PORT": str(port), f"{prefix}_HOST": "127.0.0.1"}
     proc = _spawn(name, [sys.executable, "-m", f"rag_{name}"], log_dir, service_env)
     proc.url = f"http://127.0.0.1:{port}"
+    proc.respawn = lambda: start_service(name, port, log_dir, env, ready_timeout_s=ready_timeout_s)
     _wait_http(proc, f"{proc.url}/readyz", timeout_s=ready_timeout_s)
     return proc
 

@@ -3,11 +3,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
-from ragctl.stack import SERVICES, ManagedProcess, Stack, free_port, start_service, start_services
+from ragctl.stack import SERVICES, ManagedProcess, Stack, free_port, start_services
 
 
 #: The tiny local LLM on two shared cores can take minutes when other work competes for them; the
@@ -105,11 +104,6 @@ def reranker_stopped(running_stack: RunningStack) -> Iterator[ManagedProcess]:
     try:
         yield stopped
     finally:
-        assert running_stack.data_dir is not None
-        port = urlsplit(stopped.url).port
-        assert port is not None
-        restarted = start_service(
-            "reranker", port, running_stack.data_dir / "logs" / "restarted", running_stack.env, ready_timeout_s=300
-        )
+        assert stopped.respawn is not None
         processes = running_stack.stack.processes
-        processes[processes.index(stopped)] = restarted
+        processes[processes.index(stopped)] = stopped.respawn()

@@ -8,7 +8,10 @@ Triggers in the message / query pick the behaviours the tests need:
 
 * refiner intent: a greeting or thanks → ``chitchat``; "what did I ask" → ``meta``; "weather" or
   "joke" → ``out_of_scope``; anything else → ``rag``. With ``hyde`` it returns a ``hyde_query``.
-* generator (``POST /v1/generate``): "llm busy" → 503 with ``Retry-After: 7`` (its LLM queue is full).
+* generator (``POST /v1/generate``): "llm busy" → 503 with ``Retry-After: 7`` (its LLM queue is full);
+  "bad gateway" → 502.
+* search: "flaky" → 503 (no ``Retry-After``) on the first call with that query, then answers, as a
+  restarting retriever; "search down" → 503 on every call.
 * generator stream (``POST /v1/generate/stream``, SSE): "fail mid-stream" → two tokens then an
   ``error`` event (503); "llm timeout" → an ``error`` event (504); "revise" → the tokens of a draft,
   then a ``final`` with a different (verified) answer; "no final" → tokens and the stream just ends;
@@ -74,6 +77,7 @@ SEARCH_IDENTITIES: list[Identity | None] = []
 
 def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     app = FastAPI()
+    failed_once: set[str] = set()
 
     @app.get("/healthz")
     async def healthz() -> dict:
@@ -90,9 +94,12 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
         hyde_query = f"Hypothetical passage answering: {query}" if body.hyde and intent == "rag" else None
         return RefineResponse(query=query, rewritten=rewritten, method=method, intent=intent, hyde_query=hyde_query)
 
-    @app.post("/v1/search")
-    async def search(body: SearchRequest, request: Request) -> SearchResponse:
+    @app.post("/v1/search", response_model=None)
+    async def search(body: SearchRequest, request: Request) -> SearchResponse | JSONResponse:
         calls.append(("search", body.model_dump()))
+        if "search down" in body.query or ("flaky" in body.query and body.query not in failed_once):
+            failed_once.add(body.query)
+            return JSONResponse({"error": "index is opening"}, status_code=503)
         header = request.headers.get(IDENTITY_HEADER)
         SEARCH_IDENTITIES.append(decode_identity(header) if header else None)
         vectors = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
@@ -130,6 +137,8 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
                 status_code=503,
                 headers={"Retry-After": "7"},
             )
+        if "bad gateway" in body.query:
+            return JSONResponse({"error": "upstream connection reset"}, status_code=502)
         return fake_answer(body)
 
     @app.post("/v1/generate/stream", response_class=EventSourceResponse)

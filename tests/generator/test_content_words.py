@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rag_generator.content_words import content_words, coverage
+from rag_common.content_words import content_words, coverage
 
 
 def test_content_words_fold_case_punctuation_possessives_and_plurals() -> None:

@@ -89,3 +89,17 @@ def cut_history(turns: Sequence[HistoryTurn], window: HistoryWindow) -> list[His
         for turn in turns[-window.turns :]
     ]
     return fit_history(recent, window.token_budget)
+
+
+def append_context(message: str, history: Sequence[HistoryTurn]) -> str:
+    """The deterministic standalone form of a follow-up: the message, then the previous question.
+
+    The refiner uses it when its model's rewrite is unusable or refused, and the gateway when the
+    refiner itself is down (docs/ARCHITECTURE.md, "Failure policy"); in the refiner benchmark it
+    matched the model's rewrite on retrieval (docs/refiner.md). The last question is already
+    standalone, so it carries the subject the message leaves out; the user's own words stay first
+    because lexical retrieval weighs them most. Without history the message is its own query.
+    """
+    if not history:
+        return message
+    return f"{message} ({history[-1].question})"

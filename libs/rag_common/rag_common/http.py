@@ -4,21 +4,57 @@ Every failure of a downstream call becomes a :class:`~rag_common.errors.Dependen
 names the stage and says how it failed (``unavailable``, ``timeout``, ``bad_response``,
 ``rejected``); ``rag_common.service`` turns it into 503 or 504. The status mapping and the pooling
 live here once, for plain calls and streams alike.
+
+A call that is safe to repeat (``idempotent=True``: a search, a rerank, a refinement) is retried
+when the stage could not be reached at all or answered 502/503 without a ``Retry-After``: the
+signs of a process restarting or a connection it dropped. Bounded (:class:`RetryPolicy`: a few
+attempts, exponential backoff with full jitter so that many callers do not retry in step, never
+starting an attempt after the stage's timeout has passed) and done by tenacity rather than by hand.
+A timeout is not retried (the budget is spent), nor a 4xx (the same input gets the same answer),
+nor an ``overloaded`` 503 (the stage said when to come back; more calls would only lengthen its
+queue), nor anything not marked idempotent: a generation retried could store a turn twice.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 from pydantic import BaseModel, ValidationError
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
 from rag_common.errors import DependencyFailed
 from rag_common.internal_auth import SERVICE_TOKEN_HEADER
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+logger = logging.getLogger(__name__)
+
+#: The statuses that mean "not there right now" rather than "wrong request" or "bug".
+_RETRIED_STATUSES = frozenset({502, 503})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries of an idempotent call whose stage was unreachable (see the module docstring)."""
+
+    #: Attempts in all, the first included.
+    attempts: int = 3
+    #: Scale of the backoff: the wait before retry ``n`` is uniform in ``[0, first_wait_s * 2**n]``.
+    first_wait_s: float = 0.2
+    #: The longest wait between two attempts, seconds.
+    max_wait_s: float = 2.0
+
+
+def worth_retrying(exc: BaseException) -> bool:
+    """A stage that could not be reached, or answered 502/503 without saying when to come back."""
+    return isinstance(exc, DependencyFailed) and exc.kind == "unavailable" and (
+        exc.status_code is None or exc.status_code in _RETRIED_STATUSES
+    )
 
 
 class ServiceClient:
@@ -34,10 +70,14 @@ class ServiceClient:
         max_connections: int = 50,
         transport: httpx.AsyncBaseTransport | None = None,
         service_token: str | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
-        """``service_token``: sent on every call (``X-RAG-Service-Token``), see ``rag_common.internal_auth``."""
+        """``service_token``: sent on every call (``X-RAG-Service-Token``), see ``rag_common.internal_auth``.
+        ``retry``: how calls made with ``idempotent=True`` are retried; None, never."""
         self.stage = stage
         self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        self.retry = retry
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=httpx.Timeout(timeout_s, connect=min(connect_timeout_s, timeout_s)),
@@ -56,9 +96,31 @@ class ServiceClient:
         response_model: type[ModelT],
         *,
         json: BaseModel | None = None,
+        idempotent: bool = False,
         **kwargs: Any,
     ) -> ModelT:
+        """One typed call; with ``idempotent`` and a retry policy, retried as the module docstring says."""
         payload = json.model_dump(mode="json") if json is not None else None
+        if not (idempotent and self.retry):
+            return await self._call(method, path, response_model, payload, **kwargs)
+        policy = self.retry
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(worth_retrying),
+            stop=stop_after_attempt(policy.attempts) | stop_after_delay(self.timeout_s),
+            wait=wait_random_exponential(multiplier=policy.first_wait_s, max=policy.max_wait_s),
+            before_sleep=lambda state: logger.warning(
+                "%s %s: attempt %d failed (%s), retrying", self.stage, path, state.attempt_number, state.outcome.exception()
+            ),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._call(method, path, response_model, payload, **kwargs)
+        raise AssertionError("unreachable: tenacity re-raises the last failure")  # pragma: no cover
+
+    async def _call(
+        self, method: str, path: str, response_model: type[ModelT], payload: Any, **kwargs: Any
+    ) -> ModelT:
         response = await self.raw(method, path, json=payload, **kwargs)
         if response.status_code >= 400:
             raise self.status_failure(response)
@@ -69,8 +131,10 @@ class ServiceClient:
                 self.stage, "bad_response", f"unexpected response body: {exc.error_count()} errors"
             ) from exc
 
-    async def post(self, path: str, body: BaseModel, response_model: type[ModelT], **kwargs: Any) -> ModelT:
-        return await self.request("POST", path, response_model, json=body, **kwargs)
+    async def post(
+        self, path: str, body: BaseModel, response_model: type[ModelT], *, idempotent: bool = False, **kwargs: Any
+    ) -> ModelT:
+        return await self.request("POST", path, response_model, json=body, idempotent=idempotent, **kwargs)
 
     async def raw(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """An unparsed call, for pass-through endpoints; transport errors still become DependencyFailed."""

@@ -7,11 +7,25 @@ load_history → refine ─┬─ rag ─────────── retrieve
 
 The branch is a conditional edge on the refiner's ``intent``: only ``rag`` reaches the retriever,
 reranker and generator; the other three answer without any LLM call. Each node calls at most one
-service over HTTP and records its own latency. A node that fails raises :class:`DependencyFailed`
-naming its stage (the conversation store raises it for Redis too); the graph stops there, so ``save_turn`` (the only writer) never runs for a
-failed request and the conversation is left untouched. The one exception is rerank: ranking
-quality is not worth a lost request, so a reranker that is down, slow or broken leaves the
-retriever's order in place and the response lists it in ``degraded``.
+service over HTTP and records its own latency.
+
+Failure policy (the table in docs/ARCHITECTURE.md; coded in the nodes below and nowhere else):
+
+    stage               retried*   when it fails (down, slow, broken)
+    refiner             yes        degrade: message + previous question, intent rag (stage_fallbacks)
+    retriever           yes        fail: 503/504 naming "retriever"
+    reranker            yes        degrade: the retriever's order
+    generator           no         degrade: the best-matching sentence of the top passages, quoted
+                                   (stage_fallbacks); not when it is "overloaded" (503 + Retry-After,
+                                   its generative mode's promise) or "rejected" (4xx: our bug), nor
+                                   once answer tokens have been streamed: those fail the request
+    conversation_store  no         fail: 503 naming "conversation_store"
+    * idempotent calls, when the stage was unreachable or answered 502/503 (rag_common.http)
+
+A degrading node lists what failed and what stood in under ``degraded``; a failing node raises
+:class:`DependencyFailed` naming its stage and the graph stops there, so ``save_turn`` (the only
+writer) never runs for a failed request and the conversation is left untouched. Generation is
+never retried: a second call after a lost answer could only race the first into a duplicate turn.
 
 With ``stream`` set in the state, generate calls the generator's SSE endpoint and passes each
 answer delta to LangGraph's custom stream (``{"token": text}``); the reply nodes pass their whole
@@ -56,6 +70,7 @@ from rag_common.schemas import (
 )
 from rag_gateway.conversation_store import ConversationStore, owned_conversation
 from rag_gateway.generator_stream import Token, generation_events
+from rag_gateway.stage_fallbacks import answer_without_generator, describe_failure, refine_without_refiner
 
 logger = logging.getLogger(__name__)
 
@@ -193,13 +208,20 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         return {"history": history, "timings_ms": timer.ms}
 
     async def refine(state: ChatState) -> dict[str, Any]:
+        degraded: list[str] = []
         with _Timer("refine") as timer:
-            refined = await services.refiner.post(
-                "/v1/refine",
-                RefineRequest(message=state["message"], history=state["history"], hyde=state.get("hyde", False)),
-                RefineResponse,
-            )
-        return {"refined": refined, "timings_ms": timer.ms}
+            try:
+                refined = await services.refiner.post(
+                    "/v1/refine",
+                    RefineRequest(message=state["message"], history=state["history"], hyde=state.get("hyde", False)),
+                    RefineResponse,
+                    idempotent=True,
+                )
+            except DependencyFailed as exc:
+                logger.warning("refiner bypassed, appending the previous question: %s", exc)
+                refined = refine_without_refiner(state["message"], state["history"])
+                degraded.append(describe_failure(exc, "searched with the message and the previous question"))
+        return {"refined": refined, "degraded": degraded, "timings_ms": timer.ms}
 
     def route_intent(state: ChatState) -> Intent:
         return state["refined"].intent
@@ -217,6 +239,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     include_embeddings=policy.pass_embeddings,
                 ),
                 SearchResponse,
+                idempotent=True,
                 headers=identity_headers(state["identity"]),
             )
         return {"candidates": result.passages, "query_embedding": result.query_embedding, "timings_ms": timer.ms}
@@ -238,11 +261,12 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                             query_embedding=state.get("query_embedding"),
                         ),
                         RerankResponse,
+                        idempotent=True,
                     )
                 except DependencyFailed as exc:
                     logger.warning("rerank bypassed, keeping the retriever's order: %s", exc)
                     passages, stages = candidates[:top_k], []
-                    degraded.append(f"reranker {exc.kind}: {exc.reason}"[:300])
+                    degraded.append(describe_failure(exc, "kept the retriever's order"))
                 else:
                     passages, stages = result.passages, result.stages
                     degraded.extend(
@@ -265,19 +289,30 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         )
         timings: dict[str, float] = {}
         with _Timer("generate") as timer:
-            if state.get("stream"):
-                generation = None
-                async for item in generation_events(services.generator, request):
-                    if isinstance(item, Token):
-                        if "first_token" not in timings:
-                            timings["first_token"] = round((time.perf_counter() - timer.started) * 1000, 2)
-                        _emit(item.text)
-                    else:
-                        generation = item
-                if generation is None:  # the stream client raises first; kept for safety under -O
-                    raise DependencyFailed("generator", "bad_response", "the stream ended without a final event")
-            else:
-                generation = await services.generator.post("/v1/generate", request, GenerateResponse)
+            try:
+                if state.get("stream"):
+                    generation = None
+                    async for item in generation_events(services.generator, request):
+                        if isinstance(item, Token):
+                            if "first_token" not in timings:
+                                timings["first_token"] = round((time.perf_counter() - timer.started) * 1000, 2)
+                            _emit(item.text)
+                        else:
+                            generation = item
+                    if generation is None:  # the stream client raises first; kept for safety under -O
+                        raise DependencyFailed("generator", "bad_response", "the stream ended without a final event")
+                else:
+                    generation = await services.generator.post("/v1/generate", request, GenerateResponse)
+            except DependencyFailed as exc:
+                # Overloaded and rejected are answers, not outages; streamed tokens cannot be taken back.
+                if exc.kind in ("overloaded", "rejected") or "first_token" in timings:
+                    raise
+                logger.warning("generator bypassed, quoting the top passages: %s", exc)
+                generation = answer_without_generator(refined.query, state["passages"])
+                generation = generation.model_copy(
+                    update={"degraded": [describe_failure(exc, "quoted the best-matching sentence of the top passages")]}
+                )
+                _emit(generation.answer)
         return {"generation": generation, "degraded": generation.degraded, "timings_ms": timer.ms | timings}
 
     async def chitchat(state: ChatState) -> dict[str, Any]:

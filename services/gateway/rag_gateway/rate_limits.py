@@ -10,7 +10,7 @@ has room again) before any work is done.
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from limits import RateLimitItem, parse
 from limits.aio.storage import RedisStorage
@@ -19,16 +19,28 @@ from redis.exceptions import RedisError
 
 from rag_common.errors import DependencyFailed, RateLimited
 from rag_common.identity import Identity
+from rag_gateway import redis_client
 
 RequestKind = Literal["chat", "stream", "ingest"]
 
 
 class RateLimits:
-    def __init__(self, redis_url: str, limits: dict[RequestKind, str], *, key_prefix: str = "rag:ratelimit") -> None:
-        """``limits``: request kind → ``limits`` notation; a kind without an entry is not limited."""
+    def __init__(
+        self,
+        redis_url: str,
+        limits: dict[RequestKind, str],
+        *,
+        key_prefix: str = "rag:ratelimit",
+        redis_options: dict[str, Any] | None = None,
+    ) -> None:
+        """``limits``: request kind → ``limits`` notation; a kind without an entry is not limited.
+        ``redis_options``: the Redis client's (``rag_gateway.redis_client``), passed through ``limits``."""
         self._items: dict[str, RateLimitItem] = {kind: parse(spec) for kind, spec in limits.items()}
         self._storage = RedisStorage(
-            redis_url.replace("redis://", "async+redis://", 1), implementation="redispy", key_prefix=key_prefix
+            redis_url.replace("redis://", "async+redis://", 1),
+            implementation="redispy",
+            key_prefix=key_prefix,
+            **(redis_options or redis_client.redis_options(timeout_s=2.0)),
         )
         self._limiter = SlidingWindowCounterRateLimiter(self._storage)
 

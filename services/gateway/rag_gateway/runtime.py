@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from redis.asyncio import Redis
 
 from rag_common.errors import DependencyFailed
-from rag_common.http import ServiceClient
+from rag_common.http import RetryPolicy, ServiceClient
 from rag_common.identity import ALL_SCOPES, Identity
+from rag_gateway import redis_client
 from rag_gateway.api_keys import ApiKeyStore
 from rag_gateway.audit_log import AuditLog
 from rag_gateway.authentication import Authenticator
@@ -109,21 +110,21 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
     """Settings default to the ``GATEWAY_*`` environment."""
     settings = settings or GatewaySettings()
     async with AsyncExitStack() as stack:
-        redis = Redis.from_url(
-            settings.redis_url,
-            decode_responses=True,
-            socket_timeout=settings.redis_timeout_s,
-            socket_connect_timeout=settings.redis_timeout_s,
-        )
+        redis_options = redis_client.redis_options(settings.redis_timeout_s)
+        redis = Redis.from_url(settings.redis_url, decode_responses=True, **redis_options)
         stack.push_async_callback(redis.aclose)
         store = ConversationStore(redis, max_turns=settings.conversation_max_turns, ttl_s=settings.conversation_ttl_s)
         token = settings.service_token
+        # Only the calls marked idempotent (refine, search, rerank) use it; see rag_common.http.
+        retry = RetryPolicy(attempts=settings.retry_attempts, max_wait_s=settings.retry_max_wait_s)
         clients = {
-            "refiner": ServiceClient("refiner", settings.refiner_url, settings.refiner_timeout_s, service_token=token),
-            "retriever": ServiceClient("retriever", settings.retriever_url, settings.retriever_timeout_s, service_token=token),
+            "refiner": ServiceClient("refiner", settings.refiner_url, settings.refiner_timeout_s, service_token=token, retry=retry),
+            "retriever": ServiceClient(
+                "retriever", settings.retriever_url, settings.retriever_timeout_s, service_token=token, retry=retry
+            ),
             # Ingestion of a large upload takes minutes: its own pool with its own timeout.
             "ingest": ServiceClient("retriever", settings.retriever_url, settings.ingest_timeout_s, service_token=token),
-            "reranker": ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s, service_token=token),
+            "reranker": ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s, service_token=token, retry=retry),
             "generator": ServiceClient("generator", settings.generator_url, settings.generator_timeout_s, service_token=token),
         }
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
@@ -137,6 +138,8 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
             chat=ChatService(graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default),
             documents=DocumentService(clients["ingest"], max_upload_mb=settings.max_upload_mb),
             authenticator=authenticator(settings, ApiKeyStore(redis)),
-            rate_limits=RateLimits(settings.redis_url, {kind: spec for kind, spec in limits.items() if spec}),
+            rate_limits=RateLimits(
+                settings.redis_url, {kind: spec for kind, spec in limits.items() if spec}, redis_options=redis_options
+            ),
             audit=AuditLog(redis),
         )

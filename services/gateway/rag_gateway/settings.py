@@ -29,6 +29,23 @@ class GatewaySettings(ServiceSettings):
     reranker_timeout_s: float = Field(default=30.0, description="Timeout of a rerank call, seconds. Default 30.")
     generator_timeout_s: float = Field(default=120.0, description="Timeout of a generation call, seconds. Default 120.")
     redis_timeout_s: float = Field(default=2.0, description="Timeout of a Redis command, seconds. Default 2.")
+    retry_attempts: int = Field(
+        default=3,
+        ge=1,
+        description=(
+            "Attempts of a search, rerank or refine call whose service was unreachable or answered 502/503, "
+            "the first included (1 = no retry; generation is never retried). More rides out a longer "
+            "restart but holds the request longer before its stage degrades or fails. Default 3."
+        ),
+    )
+    retry_max_wait_s: float = Field(
+        default=2.0,
+        gt=0,
+        description=(
+            "Longest wait between two attempts, seconds (exponential backoff from 0.2 s with full jitter; "
+            "no attempt starts after the stage's timeout). Default 2."
+        ),
+    )
 
     default_top_k: int = Field(default=5, description="Passages given to the generator when the request has no top_k. Default 5.")
     retrieval_candidates: int = Field(default=20, description="Candidates fetched from the retriever for reranking. Default 20.")

@@ -4,7 +4,7 @@ With sentence-id citations the model can no longer cite something that does not 
 still cite a real sentence for a claim that sentence does not make. Each claim is therefore scored
 against the sentences it cites with two cheap signals:
 
-- lexical: the share of the claim's content words (:mod:`rag_generator.content_words`) found in the
+- lexical: the share of the claim's content words (:mod:`rag_common.content_words`) found in the
   cited sentences. Catches invented names, numbers and entities, which embeddings blur.
 - semantic: the highest cosine between the claim and one cited sentence. Catches paraphrase, which
   word overlap misses.
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag_common.embedders.base import Embedder
-from rag_generator.content_words import content_words, coverage
+from rag_common.content_words import content_words, coverage
 from rag_generator.evidence import EvidenceUnit
 
 __all__ = [

@@ -30,7 +30,7 @@ import numpy as np
 
 from rag_common.embedders.base import Embedder
 from rag_common.schemas import Passage
-from rag_generator.content_words import content_words, coverage
+from rag_common.content_words import content_words, coverage
 from rag_generator.evidence import EvidenceUnit, build_evidence, is_table_separator
 
 __all__ = ["DEFAULT_WEIGHTS", "ExtractiveAnswer", "ExtractiveAnswerer", "FeatureWeights", "SentenceScore", "sentence_context"]

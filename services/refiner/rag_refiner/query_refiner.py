@@ -7,6 +7,7 @@ from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 
+from rag_common.history import append_context
 from rag_common.llm_admission import LLMAdmission
 from rag_common.schemas import HistoryTurn, RefineRequest, RefineResponse
 from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS, HydeWriter
@@ -126,7 +127,4 @@ class QueryRefiner:
 
     @staticmethod
     def _append_context(message: str, history: list[HistoryTurn], detail: str) -> _Rewrite:
-        # The last question is already standalone, so it carries the subject the message leaves out;
-        # the user's own words stay first because lexical retrieval weighs them most.
-        query = f"{message} ({history[-1].question})"
-        return _Rewrite(query, True, "context_append", detail)
+        return _Rewrite(append_context(message, history), True, "context_append", detail)

@@ -1,6 +1,7 @@
-"""Content words: the lexical signal shared by the claim-support check and the extractive answerer.
+"""Content words: the lexical signal shared by the generator's claim-support check and extractive
+answerer, and by the gateway's answer when the generator is down (``rag_gateway.stage_fallbacks``).
 
-Both ask "how many of these words does that text contain?", and both must fold words the same way,
+All ask "how many of these words does that text contain?", and all must fold words the same way,
 or a claim the answerer built from a sentence could fail the support check on that very sentence.
 The folding is deliberately light (case, punctuation, possessive and plural ``s``): it has to be
 predictable and cheap, and the embedding cosine next to it catches real paraphrase.
