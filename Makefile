@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test test-fast test-opensearch bench clean
+.PHONY: setup run test test-fast test-opensearch bench chaos clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -43,6 +43,11 @@ bench: setup
 	$(PY) bench/answer_modes.py
 	$(PY) bench/chat_stream_latency.py
 	$(PY) bench/chat_load.py --mode auto
+
+# Kill -9 each component in turn under 32 users for 10 minutes (docs/reliability.md); CHAOS_ARGS adds
+# options, e.g. CHAOS_ARGS="--users 8 --duration 120".
+chaos: setup
+	$(PY) bench/chaos.py $(CHAOS_ARGS)
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".

@@ -123,6 +123,11 @@ class Supervisor:
         self.restarts[name] = self.restarts.get(name, 0) + 1
         self.report(f"{name} is back (ready {now - started:.1f} s after its restart began)")
 
+    def restarting(self) -> bool:
+        """Whether a restart is due or under way."""
+        with self._lock:
+            return bool(self._due or self._running)
+
     def stop(self) -> None:
         """Cancel pending restarts and wait for those under way; a process they started is stopped,
         so nothing outlives the launcher."""
