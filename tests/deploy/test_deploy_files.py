@@ -5,7 +5,9 @@ deploy/k8s/, and checks that they agree with each other and with the code: every
 Dockerfile, every CMD names a real package, ports and URLs line up, images are pinned, the light
 images carry no torch, every service variable set is a real settings field, and the reranker's
 autoscaling chain holds together (the metric the service exports -> the prometheus-adapter rule ->
-the HPA's Pods metric -> the Deployment it scales). Which services get the LLM endpoint is derived
+the HPA's Pods metric -> the Deployment it scales), and every compose RAG service has a k8s Deployment
+with the same restart behaviour, probes (/healthz, /readyz, compose's timings), resources (units
+parsed on both sides), image tag and variables. Which services get the LLM endpoint is derived
 from the code: those whose package imports ``LLMSettings`` / ``build_chat_model`` (or ``rag_common.llm``).
 """
 
@@ -822,6 +824,195 @@ def test_adapter_and_hpa_read_metrics_the_reranker_exports() -> None:
         )
 
 
+# --------------------------------------------------------------------------- k8s Deployments vs compose
+
+#: Compose services Kubernetes does not run: Redis and OpenSearch come from managed services or
+#: operators, Dashboards with OpenSearch, the local LLM is a development convenience (deploy/README.md).
+K8S_OUT_OF_SCOPE = {"opensearch", "opensearch-dashboards", "redis", "llm"}
+_MEMORY_UNITS = {
+    "": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
+    "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4,
+}
+
+
+def parse_memory(value: str | int, *, compose_style: bool) -> int:
+    """Bytes of a memory quantity. Compose (``512m``, ``2g``, ``1gb``) counts binary units (Docker's
+    ``RAMInBytes``); Kubernetes distinguishes ``512Mi`` (binary) from ``512M`` (decimal)."""
+    text = str(value).strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([A-Za-z]*)", text)
+    assert match, f"not a memory quantity: {value!r}"
+    number, unit = float(match.group(1)), match.group(2)
+    if compose_style:
+        unit = unit.lower().removesuffix("b")
+        assert unit in {"", "k", "m", "g", "t"}, f"not a compose memory unit: {value!r}"
+        return int(number * (1024 ** "_kmgt".index(unit or "_")) if unit else number)
+    assert unit.lower() in _MEMORY_UNITS and (unit[:1].isupper() or unit in {"", "k"}), f"not a k8s unit: {value!r}"
+    return int(number * _MEMORY_UNITS[unit.lower()])
+
+
+def parse_cpu(value: str | int | float) -> int:
+    """Millicores of a CPU quantity: compose ``"1.5"`` or Kubernetes ``"1500m"`` / ``"2"`` / ``0.5``."""
+    text = str(value).strip()
+    if text.endswith("m"):
+        assert text[:-1].isdigit(), f"not a CPU quantity: {value!r}"
+        return int(text[:-1])
+    assert re.fullmatch(r"\d+(\.\d+)?", text), f"not a CPU quantity: {value!r}"
+    return round(float(text) * 1000)
+
+
+@pytest.mark.parametrize(
+    ("compose_value", "k8s_value"),
+    [("512m", "512Mi"), ("2g", "2Gi"), ("1gb", "1024Mi"), ("256M", "256Mi"), ("4g", "4096Mi")],
+)
+def test_memory_units_agree(compose_value: str, k8s_value: str) -> None:
+    assert parse_memory(compose_value, compose_style=True) == parse_memory(k8s_value, compose_style=False)
+
+
+def test_memory_units_tell_binary_from_decimal() -> None:
+    assert parse_memory("512M", compose_style=False) == 512 * 1000**2
+    assert parse_memory("512m", compose_style=True) != parse_memory("512M", compose_style=False)
+    with pytest.raises(AssertionError):
+        parse_memory("2 gallons", compose_style=True)
+    with pytest.raises(AssertionError):
+        parse_memory("512mi", compose_style=False)  # k8s units are case-sensitive
+
+
+@pytest.mark.parametrize(("value", "millicores"), [("1.5", 1500), ("1500m", 1500), ("2", 2000), (0.5, 500), ("250m", 250)])
+def test_cpu_units(value: str, millicores: int) -> None:
+    assert parse_cpu(value) == millicores
+
+
+def test_cpu_units_reject_garbage() -> None:
+    with pytest.raises(AssertionError):
+        parse_cpu("two")
+
+
+@cache
+def k8s_deployments() -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{service: (file, Deployment)}`` for every Deployment under deploy/k8s/ that runs a RAG service."""
+    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    for path in k8s_manifest_paths():
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "Deployment":
+                name = doc["metadata"].get("labels", {}).get("app.kubernetes.io/name") or doc["metadata"]["name"]
+                assert name not in found, f"two Deployments run {name}: {found[name][0]} and {path.name}"
+                found[name] = (path.name, doc)
+    return found
+
+
+def deployment_container(service: str) -> dict[str, Any]:
+    assert service in k8s_deployments(), f"no k8s Deployment runs {service}"
+    containers = k8s_deployments()[service][1]["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1, f"{service}: one container per pod expected"
+    return containers[0]
+
+
+def compose_primary(service: str) -> dict[str, Any]:
+    """The compose service k8s mirrors: the service itself (for the reranker, the GPU variant)."""
+    return compose_services()[service]
+
+
+def compose_seconds(value: str | int) -> int:
+    match = re.fullmatch(r"(\d+)(s|m)?", str(value))
+    assert match, f"unsupported compose duration {value!r}"
+    return int(match.group(1)) * (60 if match.group(2) == "m" else 1)
+
+
+def test_every_compose_service_has_a_k8s_deployment() -> None:
+    for name in compose_services():
+        if name in K8S_OUT_OF_SCOPE:
+            continue
+        service = COMPOSE_VARIANTS.get(name, name)
+        assert service in SERVICES, f"compose service {name} is neither a RAG service nor declared out of k8s scope"
+        assert service in k8s_deployments(), f"compose runs {name}, deploy/k8s/ has no Deployment for {service}"
+    assert set(k8s_deployments()) <= set(SERVICES), f"k8s runs services compose does not: {sorted(k8s_deployments())}"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_k8s_deployment_restarts_like_compose(service: str) -> None:
+    assert compose_primary(service).get("restart") in {"unless-stopped", "always"}, f"{service}: compose never restarts"
+    pod = k8s_deployments()[service][1]["spec"]["template"]["spec"] if service in k8s_deployments() else {}
+    assert pod.get("restartPolicy") == "Always", f"{service}: state restartPolicy: Always explicitly"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_k8s_probes_hit_healthz_and_readyz_on_the_settings_port(service: str) -> None:
+    container = deployment_container(service)
+    prefix, port = SERVICES[service]
+    env = {e["name"]: e.get("value") for e in container.get("env") or []}
+    if f"{prefix}PORT" in env:
+        assert int(env[f"{prefix}PORT"]) == port, f"{service}: {prefix}PORT={env[f'{prefix}PORT']}, expected {port}"
+    for kind, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz"), ("startupProbe", "/healthz")):
+        probe = container.get(kind)
+        if probe is None and kind == "startupProbe":
+            continue
+        assert probe, f"{service}: no {kind}"
+        get = probe["httpGet"]
+        assert get["path"] == path, f"{service}: {kind} hits {get['path']}, expected {path}"
+        assert resolve_container_port(container, get["port"]) == port, f"{service}: {kind} port is not {port}"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_k8s_probe_timings_match_the_compose_healthcheck(service: str) -> None:
+    container = deployment_container(service)
+    check = compose_primary(service)["healthcheck"]
+    live = container["livenessProbe"]
+    assert live.get("periodSeconds", 10) == compose_seconds(check.get("interval", "30s")), f"{service}: liveness period"
+    assert live.get("timeoutSeconds", 1) == compose_seconds(check.get("timeout", "30s")), f"{service}: liveness timeout"
+    assert live.get("failureThreshold", 3) == check.get("retries", 3), f"{service}: liveness failureThreshold"
+    start_period = compose_seconds(check.get("start_period", "0s"))
+    startup = container.get("startupProbe")
+    if startup:
+        budget = startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3)
+    else:
+        budget = live.get("initialDelaySeconds", 0) + live.get("periodSeconds", 10) * live.get("failureThreshold", 3)
+    assert budget >= start_period, f"{service}: k8s allows {budget}s to start, compose's start_period is {start_period}s"
+    if start_period > 60:
+        assert startup, f"{service}: a {start_period}s start (model load) needs a startupProbe, not a long liveness"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_k8s_resources_equal_compose(service: str) -> None:
+    resources = (compose_primary(service).get("deploy") or {}).get("resources") or {}
+    limits, reservations = resources.get("limits") or {}, resources.get("reservations") or {}
+    assert reservations.get("memory") and limits.get("memory"), f"{service}: compose sets no memory reservation/limit"
+    k8s = deployment_container(service).get("resources") or {}
+    for compose_side, k8s_side in ((reservations, "requests"), (limits, "limits")):
+        mine = k8s.get(k8s_side) or {}
+        assert ("cpus" in compose_side) == ("cpu" in mine), f"{service}: CPU {k8s_side} set on one side only"
+        if "cpus" in compose_side:
+            assert parse_cpu(compose_side["cpus"]) == parse_cpu(mine["cpu"]), (
+                f"{service}: compose cpus {compose_side['cpus']} != k8s {k8s_side}.cpu {mine['cpu']}"
+            )
+        assert ("memory" in compose_side) == ("memory" in mine), f"{service}: memory {k8s_side} set on one side only"
+        if "memory" in compose_side:
+            assert parse_memory(compose_side["memory"], compose_style=True) == parse_memory(
+                mine["memory"], compose_style=False
+            ), f"{service}: compose memory {compose_side['memory']} != k8s {k8s_side}.memory {mine['memory']}"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_k8s_image_is_pinned_like_compose(service: str) -> None:
+    compose_image = re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?-([^}]*)\}", r"\1", compose_primary(service)["image"])
+    compose_name, compose_tag, _ = split_image(compose_image)
+    name, tag, digest = split_image(deployment_container(service)["image"])
+    assert digest or (tag and tag != "latest"), f"{service}: k8s image not pinned"
+    assert name.endswith("/" + compose_name), f"{service}: k8s runs {name}, compose builds {compose_name}"
+    assert digest or tag == compose_tag, f"{service}: k8s tag {tag}, compose tag {compose_tag}"
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_k8s_sets_the_variables_compose_sets(service: str) -> None:
+    """Same variables as compose; the service token and the LLM key come from Secrets."""
+    env = {e["name"]: e for e in deployment_container(service).get("env") or []}
+    wanted = set(service_env(compose_primary(service))) - {f"{SERVICES[service][0]}DEVICE"}
+    missing = sorted(wanted - set(env))
+    assert not missing, f"{service}: compose sets {missing}, the k8s Deployment does not"
+    for secret in ("RAG_SERVICE_TOKEN", "LLM_API_KEY"):
+        if secret in env:
+            assert env[secret].get("valueFrom", {}).get("secretKeyRef"), f"{service}: {secret} must come from a Secret"
+
+
 # --------------------------------------------------------------------------- settings fields
 
 
@@ -856,10 +1047,11 @@ def service_variables(service: str, prefix: str) -> dict[str, str]:
     found |= {
         k: f"services/{service}/Dockerfile" for k in dockerfile_env(dockerfile(service)) if k.startswith(prefix)
     }
-    if service == "reranker":
-        found |= {
-            e["name"]: "deploy/k8s/reranker.yaml" for e in k8s_container().get("env", []) if e["name"].startswith(prefix)
-        }
+    for file, k8s_service, container in k8s_workload_containers():
+        if k8s_service == service:
+            found |= {
+                e["name"]: f"deploy/k8s/{file}" for e in container.get("env") or [] if e["name"].startswith(prefix)
+            }
     return found
 
 
