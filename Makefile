@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test test-fast test-opensearch bench chaos clean
+.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -48,6 +48,11 @@ bench: setup
 # options, e.g. CHAOS_ARGS="--users 8 --duration 120".
 chaos: setup
 	$(PY) bench/chaos.py $(CHAOS_ARGS)
+
+# Kill -9 the retriever 20 times in a 5,000-document ingest, re-run it, compare with a clean build
+# (docs/reliability.md); INGEST_CHAOS_ARGS adds options, e.g. INGEST_CHAOS_ARGS="--docs 1000 --kills 5".
+ingest-chaos: setup
+	$(PY) bench/ingest_chaos.py $(INGEST_CHAOS_ARGS)
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".

@@ -161,6 +161,10 @@ def start_redis(port: int, data_dir: Path, log_dir: Path, *, persist: bool = Tru
         "--bind", "127.0.0.1",
         "--dir", str(data_dir),
         "--appendonly", "yes" if persist else "no",
+        # Redis's default, stated: each write reaches the append-only file before the reply, and the
+        # file is fsynced every second, so a killed redis-server loses no acknowledged write and a
+        # crash of the machine at most the last second of them (docs/reliability.md, "Durability").
+        "--appendfsync", "everysec",
         "--save", "",
         "--protected-mode", "yes",
     ]

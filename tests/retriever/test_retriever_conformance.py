@@ -158,6 +158,23 @@ async def test_delete_document_removes_all_its_chunks(backend: SearchBackend, em
     assert [info.doc_id for info in await backend.list_documents()] == ["deserts"]
 
 
+async def test_replace_documents_swaps_the_named_documents_whole_and_nothing_else(backend: SearchBackend, embedder):
+    old = [chunk("glaciers", i, text) for i, text in enumerate(["Glaciers carve valleys.", "Moraines are debris."])]
+    old.append(chunk("deserts", 0, "Sand dunes migrate with the wind."))
+    other_tenant = dataclasses.replace(chunk("glaciers", 0, "Glaciers carve valleys."), chunk_id="t2:glaciers:0", tenant="t2")
+    await backend.upsert([*old, other_tenant], embedder.encode_documents([c.text for c in [*old, other_tenant]]))
+    new = [chunk("glaciers", 5, "Icebergs calve from glaciers."), chunk("lakes", 0, "Kettle lakes fill hollows left by ice.")]
+
+    await backend.replace_documents(["glaciers", "lakes"], new, embedder.encode_documents([c.text for c in new]), tenant="default")
+
+    assert await backend.document_chunk_ids("glaciers", tenant="default") == {"glaciers:5"}
+    assert await backend.document_chunk_ids("lakes", tenant="default") == {"lakes:0"}
+    assert await backend.document_chunk_ids("deserts", tenant="default") == {"deserts:0"}
+    assert await backend.document_chunk_ids("glaciers", tenant="t2") == {"t2:glaciers:0"}
+    assert await backend.count() == 4
+    assert await backend.search_bm25("moraines debris", 10) == []
+
+
 async def test_documents_with_content_names_the_holders_of_each_hash(backend: SearchBackend, embedder):
     def hashed(doc_id: str, index: int, text: str, content_hash: str | None) -> ChunkRecord:
         return dataclasses.replace(chunk(doc_id, index, text), content_hash=content_hash)

@@ -7,7 +7,9 @@ and one ``content_hash``. A content that other documents also hold is reported u
 Every call is in one tenant, the caller's: documents are (tenant, doc_id), so two tenants' documents
 with the same id never touch each other. A changed document's chunks are rewritten whole, but a
 chunk whose id (which hashes its text) is already indexed keeps its stored vector: a change of ACL,
-title or metadata re-embeds nothing.
+title or metadata re-embeds nothing. A request's changed documents are replaced in one backend call
+(``replace_documents``): on the embedded index one commit, so a killed retriever leaves each of them
+whole or as it was, and the same request sent again completes it (unchanged documents are skipped).
 """
 
 from __future__ import annotations
@@ -242,10 +244,8 @@ class Ingestor:
         tenant: str,
     ) -> set[str]:
         """Replace the documents' chunks; returns the doc ids the backend rejected (reported in ``failed``)."""
-        for doc_id in doc_ids:
-            await self._backend.delete_document(doc_id, tenant=tenant)
         try:
-            await self._backend.upsert(chunks, vectors)
+            await self._backend.replace_documents(doc_ids, chunks, vectors, tenant=tenant)
         except ChunkWriteError as error:
             # A document is all in or reported failed: remove what did go in of a rejected one,
             # so a search never returns half of it and the next ingest sees it as changed.

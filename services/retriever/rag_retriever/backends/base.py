@@ -110,6 +110,17 @@ class Indexer(Protocol):
     async def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
         """Remove every chunk of ``doc_id`` (in ``tenant``); returns how many there were."""
 
+    async def replace_documents(
+        self, doc_ids: Collection[str], chunks: list[ChunkRecord], vectors: np.ndarray, *, tenant: str
+    ) -> None:
+        """Remove every chunk of ``doc_ids`` (in ``tenant``) and index ``chunks`` in their place.
+
+        The embedded index does both in one commit: a crash leaves the old documents or the new ones,
+        never a mix. OpenSearch has no multi-document transaction: there a crash in the middle can
+        leave a document absent or partly written; its chunk ids then differ from the document's, so
+        the next ingest of it rewrites it whole (``Ingestor._plan``). Raises ``ChunkWriteError`` as
+        ``upsert`` does."""
+
     async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         """Chunk ids currently indexed for ``doc_id`` (empty if unknown)."""
 

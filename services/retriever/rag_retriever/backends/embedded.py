@@ -7,7 +7,12 @@ Tantivy is the source of truth: every chunk is stored there together with its ve
 label it has in the HNSW graph. The graph is a derived index saved next to it. On open the two are
 reconciled (labels missing from the graph are re-added from the stored vectors, labels tantivy no
 longer has are marked deleted), so a crash between the tantivy commit and the graph save loses
-nothing. Labels are never reused, which is what makes that reconciliation unambiguous.
+nothing. Labels are never reused, which is what makes that reconciliation unambiguous. Every write
+(an upsert, a delete, an ingest request's replacement of its documents) is one tantivy commit, which
+tantivy makes atomic (segments first, then its ``meta.json`` swapped in), and the graph and this
+index's ``meta.json`` are replaced by rename: a kill -9 at any point leaves each document as it was
+before the write or as after it (``tests/retriever/test_retriever_crash_consistency.py`` kills a writer at each
+of those points and at random ones).
 
 ``with_vectors`` reads a hit's vector from the same stored tantivy document as its payload (the
 exact float32 bytes upserted), not from hnswlib, whose cosine space keeps a re-normalised copy.
@@ -35,7 +40,9 @@ import logging
 import os
 import shutil
 import threading
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +128,23 @@ def _write_atomically(path: Path, write: Any) -> None:
     os.replace(tmp, path)
 
 
+@dataclass(frozen=True, slots=True)
+class IndexConsistency:
+    chunks: int
+    #: Live (not deleted) vectors in the graph.
+    graph_vectors: int
+    #: Stored chunks the graph lacks: a dense search could never return them.
+    missing_from_graph: int
+    #: Live graph vectors with no stored chunk: hits a search would have to drop.
+    stale_in_graph: int
+    #: Stored chunks beyond the first of each ``chunk_id``.
+    duplicate_chunk_ids: int
+
+    @property
+    def consistent(self) -> bool:
+        return not (self.missing_from_graph or self.stale_in_graph or self.duplicate_chunk_ids)
+
+
 class EmbeddedIndex:
     def __init__(
         self,
@@ -169,10 +193,22 @@ class EmbeddedIndex:
     # ------------------------------------------------------------------ writes
 
     def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        self._write([], chunks, vectors)
+
+    def replace_documents(
+        self, doc_ids: Collection[str], chunks: list[ChunkRecord], vectors: np.ndarray, *, tenant: str
+    ) -> None:
+        """Delete ``doc_ids`` of ``tenant`` and add ``chunks`` in one tantivy commit (see ``_write``)."""
+        self._write([self._doc_query(doc_id, tenant) for doc_id in dict.fromkeys(doc_ids)], chunks, vectors)
+
+    def _write(self, removed: list[tantivy.Query], chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
+        """Delete the chunks matching any of ``removed`` or sharing a ``chunk_id`` with ``chunks``, add
+        ``chunks``: one tantivy commit, so a kill -9 leaves all of it or none of it on disk. The graph
+        follows (``_update_graph``); a crash before it is saved is repaired on open (``_reconcile``)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape != (len(chunks), self.dim):
             raise ValueError(f"expected vectors of shape ({len(chunks)}, {self.dim}), got {vectors.shape}")
-        if not chunks:
+        if not chunks and not removed:
             return
         if not np.isfinite(vectors).all():
             raise ValueError("vectors contain NaN or infinity")
@@ -182,9 +218,15 @@ class EmbeddedIndex:
         with self._lock:
             self._ensure_open()
             searcher = self._index.searcher()
-            replaced = self._labels_matching(searcher, Query.term_set_query(self._schema, "chunk_id", list(row_of)))
+            replaced = set(self._labels_matching(searcher, Query.term_set_query(self._schema, "chunk_id", list(row_of))))
+            for query in removed:
+                replaced.update(self._labels_matching(searcher, query))
+            if not replaced and not rows:
+                return
             labels = list(range(self._next_label, self._next_label + len(rows)))
             try:
+                for query in removed:
+                    self._writer.delete_documents_by_query(query)
                 for chunk_id in row_of:
                     self._writer.delete_documents_by_term("chunk_id", chunk_id)
                 for label, row in zip(labels, rows, strict=True):
@@ -199,26 +241,16 @@ class EmbeddedIndex:
                 self._access_of.pop(label, None)
             for label, row in zip(labels, rows, strict=True):
                 self._access_of[label] = (chunks[row].tenant, frozenset(chunks[row].readers))
-            self._update_graph(deleted=replaced, labels=labels, vectors=vectors[rows])
+            self._update_graph(deleted=sorted(replaced), labels=labels, vectors=vectors[rows])
 
     def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
         with self._lock:
             self._ensure_open()
             query = self._doc_query(doc_id, tenant)
-            labels = self._labels_matching(self._index.searcher(), query)
-            if not labels:
-                return 0
-            try:
-                self._writer.delete_documents_by_query(query)
-                self._writer.commit()
-            except Exception:
-                self._writer.rollback()
-                raise
-            self._index.reload()
-            for label in labels:
-                self._access_of.pop(label, None)
-            self._update_graph(deleted=labels, labels=[], vectors=np.zeros((0, self.dim), dtype=np.float32))
-            return len(labels)
+            deleted = len(self._labels_matching(self._index.searcher(), query))
+            if deleted:
+                self._write([query], [], np.zeros((0, self.dim), dtype=np.float32))
+            return deleted
 
     def close(self) -> None:
         with self._lock:
@@ -354,6 +386,30 @@ class EmbeddedIndex:
                 )
             )
         return sorted(documents, key=lambda info: info.doc_id)
+
+    def consistency(self) -> IndexConsistency:
+        """How the stored chunks and the vector graph agree, read from what is loaded (after
+        ``_reconcile``); what the crash tests and ``bench/ingest_chaos.py`` check."""
+        with self._lock:
+            self._ensure_open()
+            searcher = self._index.searcher()
+            addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
+            stored = [int(label) for label in searcher.fast_field_values("label", addresses)] if addresses else []
+            chunk_ids = Counter(self._record(searcher, address).chunk_id for address in addresses)
+            in_graph = set()
+            for label in self._hnsw.get_ids_list():
+                try:
+                    self._hnsw.get_items([int(label)])
+                except RuntimeError:
+                    continue  # marked deleted
+                in_graph.add(int(label))
+            return IndexConsistency(
+                chunks=len(stored),
+                graph_vectors=len(in_graph),
+                missing_from_graph=len(set(stored) - in_graph),
+                stale_in_graph=len(in_graph - set(stored)),
+                duplicate_chunk_ids=sum(count - 1 for count in chunk_ids.values()),
+            )
 
     def count(self) -> int:
         return self._searcher().num_docs
@@ -681,6 +737,11 @@ class EmbeddedBackend:
 
     async def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
         return await asyncio.to_thread(self.index.delete_document, doc_id, tenant=tenant)
+
+    async def replace_documents(
+        self, doc_ids: Collection[str], chunks: list[ChunkRecord], vectors: np.ndarray, *, tenant: str
+    ) -> None:
+        await asyncio.to_thread(self.index.replace_documents, doc_ids, chunks, vectors, tenant=tenant)
 
     async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         return await asyncio.to_thread(self.index.document_chunk_ids, doc_id, tenant=tenant)

@@ -151,6 +151,16 @@ class OpenSearchBackend:
             raise RuntimeError(f"deleting document {doc_id!r} failed: {result['failures'][:3]}")
         return int(result.get("deleted", 0))
 
+    async def replace_documents(
+        self, doc_ids: Collection[str], chunks: list[ChunkRecord], vectors: np.ndarray, *, tenant: str
+    ) -> None:
+        # No transaction spans documents here: deleted first, so that a crash leaves a document
+        # absent or partly written, never its old and new chunks mixed; either way its chunk ids
+        # no longer match it and its next ingest rewrites it.
+        for doc_id in dict.fromkeys(doc_ids):
+            await self.delete_document(doc_id, tenant=tenant)
+        await self.upsert(chunks, vectors)
+
     async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         ids: set[str] = set()
         after = None
