@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos clean
+.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos clean web
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -28,6 +28,11 @@ test-opensearch: setup
 
 clean:
 	rm -rf var .pytest_cache
+
+# The web chat's TypeScript (services/gateway/web/src) compiled by the pinned tsc into
+# services/gateway/rag_gateway/static/js, which is checked in: nothing is built when the gateway runs.
+web:
+	cd services/gateway/web && npm ci --no-audit --no-fund && npx tsc -p tsconfig.json
 
 bench: setup
 	$(PY) bench/chat_latency.py --mode extractive

@@ -20,7 +20,10 @@ from ragctl.in_process import serve_in_thread
 
 from .support import gateway_settings
 
-OPEN_PATHS = {"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/metrics"}
+OPEN_PATHS = {
+    "/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/metrics",
+    "/v1/auth/config",  # how the web chat signs in: needed before there is a credential
+}
 #: A body each protected operation accepts, so that what is refused is the caller, not the request.
 BODIES = {
     ("POST", "/v1/chat"): {"message": "What is the capital?"},
@@ -74,14 +77,15 @@ def _operations(gateway: str) -> list[tuple[str, str]]:
 
 
 def _call(gateway: str, method: str, path: str, token: str | None = None) -> httpx.Response:
-    concrete = path.replace("{conversation_id}", "c0ffee").replace("{doc_id}", "some-doc")
+    concrete = path.replace("{conversation_id}", "c0ffee").replace("{doc_id}", "some-doc").replace("{chunk_id}", "some-chunk")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.request(method, f"{gateway}{concrete}", json=BODIES.get((method, path)), headers=headers, timeout=30)
 
 
 def test_every_protected_route_is_401_without_a_credential_and_the_probes_are_open(gateway: str) -> None:
     operations = _operations(gateway)
-    assert len(operations) == 9, operations  # chat ×3, models, conversations ×2, documents ×3
+    # chat ×3, models, conversations ×4 (list, one, its cited sources, delete), documents ×3
+    assert len(operations) == 11, operations
     for method, path in operations:
         response = _call(gateway, method, path)
         assert response.status_code == 401, (method, path, response.text)
@@ -89,7 +93,7 @@ def test_every_protected_route_is_401_without_a_credential_and_the_probes_are_op
         assert "Authorization: Bearer" in response.json()["error"]
         for bad in ("rag_0123456789ab_" + "x" * 43, "not-a-key"):
             assert _call(gateway, method, path, bad).status_code == 401, (method, path, bad)
-    for path in ("/healthz", "/readyz", "/openapi.json", "/docs", "/metrics"):
+    for path in ("/healthz", "/readyz", "/openapi.json", "/docs", "/metrics", "/v1/auth/config", "/"):
         assert httpx.get(f"{gateway}{path}").status_code in (200, 503), path
     security = httpx.get(f"{gateway}/openapi.json").json()["components"]["securitySchemes"]
     assert security["HTTPBearer"]["scheme"] == "bearer"

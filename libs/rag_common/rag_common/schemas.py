@@ -457,11 +457,42 @@ class ChatResponse(WireModel):
     answerability: float | None = None
     #: Claims of the model dropped by the support check.
     claims_dropped: JsonInt = 0
+    #: Why the answer is an abstention, when it is (``not_answerable``, ``no_passages``,
+    #: ``no_supported_claim``, ``out_of_scope``, ...); empty otherwise.
+    abstain_reason: str = ""
 
 
 class ConversationOut(WireModel):
     conversation_id: str
     turns: list[Turn]
+
+
+class ConversationSummary(WireModel):
+    """One entry of the caller's conversation list."""
+
+    conversation_id: str
+    title: str = Field(description="The conversation's first question (cut to 80 characters).")
+    turns: JsonInt = Field(description="Stored turns.")
+    updated_at: float = Field(description="Time of the last turn, seconds since the epoch.")
+
+
+class ConversationList(WireModel):
+    """The caller's live conversations, the most recent first (at most 100)."""
+
+    conversations: list[ConversationSummary]
+
+
+class SourceChunk(WireModel):
+    """A chunk as a turn of a conversation cited it: ``text[citation.start:citation.end]`` is the
+    citation's quote."""
+
+    chunk_id: str
+    doc_id: str
+    title: str = ""
+    source: str = ""
+    page: JsonInt | None = None
+    section_path: list[str] = Field(default_factory=list)
+    text: str
 
 
 class Readiness(WireModel):

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import Annotated
 
+from pydantic import StringConstraints
+
 from fastapi import Depends, FastAPI, Request, Response, Security
 from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
@@ -22,12 +24,14 @@ from rag_common.schemas import (
     ChatRequest,
     ChatResponse,
     ConversationId,
+    ConversationList,
     ConversationOut,
     DocumentDeleted,
     DocumentId,
     DocumentList,
     IngestRequest,
     IngestResponse,
+    SourceChunk,
 )
 from rag_common.service import create_service_app, error_responses, status_for
 from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
@@ -38,7 +42,10 @@ from rag_gateway.rate_limits import RequestKind
 from rag_gateway.openai_compat import ChatCompletionRequest, completion, completion_chunks, transcript
 from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
+from rag_gateway.web_ui import add_web_ui
 
+#: A chunk id as the retriever makes them (``<doc_id>:<n>:<hash>``; the doc id may hold ``/``).
+ChunkId = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 #: In the OpenAPI document as the `HTTPBearer` scheme; the header is read by the Authenticator, which
 #: tells API keys from OIDC tokens and words the 401s.
@@ -183,6 +190,30 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         }
 
     @app.get(
+        "/v1/conversations",
+        response_model=ConversationList,
+        tags=["chat"],
+        responses={**_CALLER_ERRORS, **error_responses(503)},
+    )
+    async def list_conversations(identity: Reader, request: Request) -> ConversationList:
+        """The caller's own live conversations, the most recent first (at most 100)."""
+        return await _chat(request).conversations(identity)
+
+    @app.get(
+        "/v1/conversations/{conversation_id}/sources/{chunk_id:path}",
+        response_model=SourceChunk,
+        tags=["chat"],
+        responses={**_CALLER_ERRORS, **error_responses(404, 503)},
+    )
+    async def get_source(
+        identity: Reader, conversation_id: ConversationId, chunk_id: ChunkId, request: Request
+    ) -> SourceChunk:
+        """A chunk cited by a turn of the caller's conversation, as it was when cited (title, section,
+        page, text): ``text[start:end]`` of each of its citations is the quote. Percent-encode the chunk
+        id as one path segment."""
+        return await _chat(request).source(identity, conversation_id, chunk_id)
+
+    @app.get(
         "/v1/conversations/{conversation_id}",
         response_model=ConversationOut,
         tags=["chat"],
@@ -245,4 +276,5 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await request.app.state.runtime.audit.record(identity, "document.delete", doc_id)
         return _relayed(relayed)
 
+    add_web_ui(app, settings)
     return app

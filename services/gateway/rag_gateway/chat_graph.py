@@ -68,7 +68,7 @@ from rag_common.schemas import (
     SearchResponse,
     Turn,
 )
-from rag_gateway.conversation_store import ConversationStore, owned_conversation
+from rag_gateway.conversation_store import ConversationStore, owned_conversation, source_of
 from rag_gateway.generator_stream import Token, generation_events
 from rag_gateway.stage_fallbacks import answer_without_generator, describe_failure, refine_without_refiner
 
@@ -350,8 +350,10 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         )
         if state.get("conversation_id") is None:
             return {"turn": turn}
+        cited = {citation.chunk_id for citation in generation.citations}
+        sources = [source_of(p) for p in state.get("passages", []) if p.chunk_id in cited]
         with _Timer("save") as timer:
-            await services.store.append(conversation_key(state), turn)
+            await services.store.append(conversation_key(state), turn, sources)
         return {"turn": turn, "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from rag_common.errors import NotFound, RagError
 from rag_common.identity import Identity
-from rag_common.schemas import ChatRequest, ChatResponse, ConversationOut, Turn
+from rag_common.schemas import ChatRequest, ChatResponse, ConversationList, ConversationOut, SourceChunk, Turn
 from rag_gateway.conversation_store import ConversationStore, owned_conversation
 
 logger = logging.getLogger(__name__)
@@ -177,6 +177,16 @@ class ChatService:
             raise ConversationNotFound(conversation_id)
         return ConversationOut(conversation_id=conversation_id, turns=turns)
 
+    async def conversations(self, identity: Identity) -> ConversationList:
+        return ConversationList(conversations=await self._store.list_owned(identity.owner_key))
+
+    async def source(self, identity: Identity, conversation_id: str, chunk_id: str) -> SourceChunk:
+        """A chunk cited in one of the caller's conversations, as it was cited (404 otherwise)."""
+        found = await self._store.source(owned_conversation(identity.owner_key, conversation_id), chunk_id)
+        if found is None:
+            raise NotFound(f"no source {chunk_id!r} is cited in conversation {conversation_id!r}")
+        return found
+
     async def delete_conversation(self, identity: Identity, conversation_id: str) -> None:
         deleted = await self._store.delete(owned_conversation(identity.owner_key, conversation_id))
         if not deleted:
@@ -200,4 +210,5 @@ def _response(state: dict[str, Any], started: float) -> ChatResponse:
         answer_mode=generation.mode,
         answerability=generation.answerability,
         claims_dropped=generation.claims_dropped,
+        abstain_reason=generation.abstain_reason if generation.abstained else "",
     )

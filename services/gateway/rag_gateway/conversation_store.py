@@ -1,7 +1,16 @@
 """Conversations in Redis: one list per conversation, bounded, with a sliding TTL.
 
-An append is one MULTI/EXEC transaction (RPUSH + LTRIM + EXPIRE), so concurrent turns of the
-same conversation never interleave half-written and the bound and TTL always hold.
+An append is one MULTI/EXEC transaction (RPUSH + LTRIM + EXPIRE, plus the owner's index and the
+cited sources below), so concurrent turns of the same conversation never interleave half-written and
+the bound and TTL always hold.
+
+Beside each conversation list, for the web chat:
+
+- ``rag:conversations:<owner>``: a sorted set of the owner's conversation ids scored by their last
+  turn's time (entries older than the TTL are trimmed on each append and ignored when listed);
+- ``rag:conversation-sources:<owner>:<id>``: a hash chunk id → the cited chunk as it was when the
+  answer cited it (its text, title, section, page), so the citation offsets always point into the
+  text they were computed on, even after the document is re-ingested or deleted. Same TTL.
 
 Every Redis failure leaves this module as ``DependencyFailed("conversation_store", "unavailable")``:
 the one place where Redis errors are translated, whoever called the store.
@@ -9,24 +18,47 @@ the one place where Redis errors are translated, whoever called the store.
 
 from __future__ import annotations
 
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from rag_common.errors import DependencyFailed
-from rag_common.schemas import Turn
+from rag_common.schemas import ConversationSummary, Passage, SourceChunk, Turn
 
 KEY_PREFIX = "rag:conversation:"
+INDEX_PREFIX = "rag:conversations:"
+SOURCES_PREFIX = "rag:conversation-sources:"
 STAGE = "conversation_store"
+#: Characters of the first question kept as a conversation's title in the list.
+TITLE_CHARS = 80
 
 
 def owned_conversation(owner: str, conversation_id: str) -> str:
     """The store's name for ``conversation_id`` of ``owner`` (``tenant/user``): another caller asking
     for the same id names another, absent, conversation, so it gets the 404 of an unknown id."""
     return f"{owner}:{conversation_id}"
+
+
+def split_owned(owned: str) -> tuple[str, str]:
+    """``(owner, conversation_id)`` of a name made by :func:`owned_conversation` (ids hold no ``:``)."""
+    owner, _, conversation_id = owned.rpartition(":")
+    return owner, conversation_id
+
+
+def source_of(passage: Passage) -> SourceChunk:
+    return SourceChunk(
+        chunk_id=passage.chunk_id,
+        doc_id=passage.doc_id,
+        title=passage.title,
+        source=passage.source,
+        page=passage.page,
+        section_path=passage.section_path,
+        text=passage.text,
+    )
 
 
 @contextmanager
@@ -61,18 +93,68 @@ class ConversationStore:
             raw = await self._redis.lrange(self._key(conversation_id), start, -1)
         return [Turn.model_validate_json(item) for item in raw]
 
-    async def append(self, conversation_id: str, turn: Turn) -> None:
+    async def append(self, conversation_id: str, turn: Turn, sources: Sequence[SourceChunk] = ()) -> None:
+        """Store ``turn`` and the chunks its citations point to, and move the conversation to the top
+        of its owner's list; all in one transaction."""
         key = self._key(conversation_id)
+        owner, public_id = split_owned(conversation_id)
+        index = INDEX_PREFIX + owner
+        now = time.time()
         with _redis_failures():
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, turn.model_dump_json())
                 pipe.ltrim(key, -self._max_turns, -1)
                 pipe.expire(key, self._ttl_s)
+                if sources:
+                    sources_key = SOURCES_PREFIX + conversation_id
+                    pipe.hset(sources_key, mapping={s.chunk_id: s.model_dump_json() for s in sources})
+                    pipe.expire(sources_key, self._ttl_s)
+                pipe.zadd(index, {public_id: now})
+                pipe.zremrangebyscore(index, "-inf", now - self._ttl_s)
+                pipe.expire(index, self._ttl_s)
                 await pipe.execute()
 
     async def delete(self, conversation_id: str) -> bool:
+        owner, public_id = split_owned(conversation_id)
         with _redis_failures():
-            return bool(await self._redis.delete(self._key(conversation_id)))
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(self._key(conversation_id))
+                pipe.delete(SOURCES_PREFIX + conversation_id)
+                pipe.zrem(INDEX_PREFIX + owner, public_id)
+                deleted, *_ = await pipe.execute()
+        return bool(deleted)
+
+    async def source(self, conversation_id: str, chunk_id: str) -> SourceChunk | None:
+        """The chunk ``chunk_id`` as a turn of the conversation cited it; None if no turn did."""
+        with _redis_failures():
+            raw = await self._redis.hget(SOURCES_PREFIX + conversation_id, chunk_id)
+        return None if raw is None else SourceChunk.model_validate_json(raw)
+
+    async def list_owned(self, owner: str, limit: int = 100) -> list[ConversationSummary]:
+        """The owner's live conversations, the most recent first: id, title (the first question, cut),
+        turns and the time of the last turn. Ids whose conversation expired are skipped (and trimmed by
+        the next append)."""
+        index = INDEX_PREFIX + owner
+        with _redis_failures():
+            entries = await self._redis.zrevrangebyscore(
+                index, "+inf", time.time() - self._ttl_s, start=0, num=limit, withscores=True
+            )
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for public_id, _ in entries:
+                    key = self._key(owned_conversation(owner, public_id))
+                    pipe.lindex(key, 0)
+                    pipe.llen(key)
+                found = await pipe.execute()
+        summaries = []
+        for (public_id, updated_at), first, turns in zip(entries, found[::2], found[1::2]):
+            if first is None:
+                continue
+            question = Turn.model_validate_json(first).message.strip()
+            title = question if len(question) <= TITLE_CHARS else question[: TITLE_CHARS - 1].rstrip() + "…"
+            summaries.append(
+                ConversationSummary(conversation_id=public_id, title=title, turns=int(turns), updated_at=float(updated_at))
+            )
+        return summaries
 
     async def ttl(self, conversation_id: str) -> int:
         with _redis_failures():

@@ -137,6 +137,18 @@ class GatewaySettings(ServiceSettings):
     jwt_default_tenant: str | None = Field(
         default=None, description="Tenant of a token without the tenant claim; unset = such tokens are refused. Default unset."
     )
+    oidc_client_id: str | None = Field(
+        default=None,
+        description="The web chat's OIDC client id (a public client: authorization code with PKCE, no secret); "
+        "with OIDC_AUTHORIZATION_URL and OIDC_TOKEN_URL it offers 'Sign in with <OIDC_PROVIDER_NAME>'. The "
+        "token it gets must pass the JWT_* checks. Unset = the page offers API keys only. Default unset.",
+    )
+    oidc_authorization_url: str | None = Field(default=None, description="The provider's authorization endpoint. Default unset.")
+    oidc_token_url: str | None = Field(
+        default=None, description="The provider's token endpoint (the browser posts to it: it must allow CORS). Default unset."
+    )
+    oidc_scope: str = Field(default="openid", description="Scopes the web chat asks for. Default openid.")
+    oidc_provider_name: str = Field(default="your organisation", description="Shown on the sign-in button. Default 'your organisation'.")
     rate_limit_chat: str | None = Field(
         default="60/minute",
         description="Chat requests (/v1/chat, /v1/chat/completions) per caller, `limits` notation; unset = no limit. "
