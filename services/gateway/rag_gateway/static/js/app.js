@@ -261,6 +261,7 @@ class App {
                         break;
                     case "token":
                         answer.append(event.data.text);
+                        bubble.dataset["tokens"] = String(Number(bubble.dataset["tokens"] ?? "0") + 1);
                         messages.scrollTop = messages.scrollHeight;
                         break;
                     case "final":
