@@ -15,7 +15,7 @@ from pydantic import StringConstraints
 
 from fastapi import Depends, FastAPI, Request, Response, Security
 from fastapi.security import HTTPBearer
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.errors import RagError
@@ -42,7 +42,7 @@ from rag_gateway.rate_limits import RequestKind
 from rag_gateway.openai_compat import ChatCompletionRequest, completion, completion_chunks, transcript
 from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
-from rag_gateway.web_ui import add_web_ui
+from rag_gateway.web_ui import AuthConfig, StaticFiles, auth_config, security_headers
 
 #: A chunk id as the retriever makes them (``<doc_id>:<n>:<hash>``; the doc id may hold ``/``).
 ChunkId = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
@@ -276,5 +276,24 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await request.app.state.runtime.audit.record(identity, "document.delete", doc_id)
         return _relayed(relayed)
 
-    add_web_ui(app, settings)
+    # The web chat (docs/web-ui.md): its page and files, outside the API's OpenAPI document, and how it signs in.
+    sign_in = auth_config(settings)
+    ui_headers = security_headers(sign_in)
+    static_files = StaticFiles()
+
+    @app.get("/", include_in_schema=False)
+    async def web_chat() -> Response:
+        return FileResponse(static_files.index, media_type="text/html; charset=utf-8", headers=ui_headers)
+
+    @app.get("/static/{name:path}", include_in_schema=False)
+    async def web_chat_file(name: str) -> Response:
+        path, media_type = static_files.find(name)
+        return FileResponse(path, media_type=media_type, headers=ui_headers)
+
+    @app.get("/v1/auth/config", response_model=AuthConfig, tags=["web"])
+    async def get_auth_config() -> AuthConfig:
+        """How the web chat signs in: API keys, the configured OIDC provider, or nothing (auth off).
+        Needs no credential."""
+        return sign_in
+
     return app

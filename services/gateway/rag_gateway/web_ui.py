@@ -1,4 +1,5 @@
-"""The web chat (``/``): a static page and its compiled script, served with a strict CSP.
+"""The web chat (``/``): what its routes in ``app.py`` serve: the static page and its compiled
+script (an allow-list of files), the headers with a strict CSP, and the sign-in configuration.
 
 The front end is TypeScript in ``services/gateway/web/src``, compiled by ``make web`` into
 ``rag_gateway/static/js`` and checked in, so nothing is built at run time and nothing is fetched from
@@ -12,8 +13,6 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI, Response
-from fastapi.responses import FileResponse
 from pydantic import Field
 
 from rag_common.errors import NotFound
@@ -84,32 +83,24 @@ def security_headers(config: AuthConfig) -> dict[str, str]:
     }
 
 
-def static_files() -> dict[str, Path]:
-    """Every file the page may load, by its URL path under ``/static/``; nothing else is served."""
-    return {
-        path.relative_to(STATIC).as_posix(): path
-        for path in sorted(STATIC.rglob("*"))
-        if path.is_file() and path.suffix in MEDIA_TYPES
-    }
+class StaticFiles:
+    """The files the page may load, by their URL path under ``/static/``; nothing else is served."""
 
+    def __init__(self, root: Path = STATIC) -> None:
+        self.root = root
+        self._files = {
+            path.relative_to(root).as_posix(): path
+            for path in sorted(root.rglob("*"))
+            if path.is_file() and path.suffix in MEDIA_TYPES
+        }
 
-def add_web_ui(app: FastAPI, settings: GatewaySettings) -> None:
-    config = auth_config(settings)
-    headers = security_headers(config)
-    files = static_files()
+    @property
+    def index(self) -> Path:
+        return self.root / "index.html"
 
-    @app.get("/", include_in_schema=False)
-    async def index() -> Response:
-        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8", headers=headers)
-
-    @app.get("/static/{name:path}", include_in_schema=False)
-    async def static(name: str) -> Response:
-        path = files.get(name)
+    def find(self, name: str) -> tuple[Path, str]:
+        """The file and its media type; NotFound (404) for anything not in the allow-list."""
+        path = self._files.get(name)
         if path is None:
             raise NotFound(f"no static file {name!r}")
-        return FileResponse(path, media_type=MEDIA_TYPES[path.suffix], headers=headers)
-
-    @app.get("/v1/auth/config", response_model=AuthConfig, tags=["web"])
-    async def get_auth_config() -> AuthConfig:
-        """How the web chat signs in (no credential needed)."""
-        return config
+        return path, MEDIA_TYPES[path.suffix]
