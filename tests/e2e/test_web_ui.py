@@ -267,11 +267,11 @@ async def test_upload_with_progress_and_per_file_summary_then_list_and_delete(pa
     assert (await rows.nth(1).locator("td").nth(1).inner_text()).startswith("failed:")
     document_row = p.locator("#documents tbody tr", has_text="web-ui-upload-note.md")
     await document_row.wait_for()
+    await p.screenshot(path=str(DOCS / "web-ui-documents.png"))
     # The same file again is unchanged.
     await p.get_by_label("Add files").set_input_files([str(good)])
     await p.get_by_role("button", name="Upload").click()
     await p.locator("#upload-summary tbody tr td", has_text="unchanged").wait_for(timeout=ANSWER_TIMEOUT_MS)
-    await p.screenshot(path=str(DOCS / "web-ui-documents.png"))
     p.once("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
     await document_row.get_by_role("button").click()
     await document_row.wait_for(state="detached")
