@@ -171,7 +171,7 @@ class App {
         open.addEventListener("click", () => void this.openConversation(summary.conversation_id));
         const remove = el("button", {
             className: "delete",
-            text: "🗑",
+            text: "×",
             attrs: { type: "button", "aria-label": `Delete conversation: ${summary.title}` },
         });
         remove.addEventListener("click", () => void this.deleteConversation(summary));
@@ -319,8 +319,10 @@ class App {
         if (response.citations.length > 0) {
             const sources = el("ol", { className: "sources", attrs: { "aria-label": "Sources" } });
             for (const citation of response.citations) {
-                const where = [citation.title || citation.source, citation.section_path.join(" › "), citation.page != null ? `page ${citation.page}` : ""].filter(Boolean).join(" — ");
-                const item = el("li", { attrs: { value: String(citation.id) } }, this.citeButton(citation, where));
+                const where = [citation.title || citation.source, citation.section_path.join(" › "), citation.page != null ? `page ${citation.page}` : ""]
+                    .filter(Boolean).join(" — ");
+                const quote = citation.quote.length > 90 ? `${citation.quote.slice(0, 89).trimEnd()}…` : citation.quote;
+                const item = el("li", { attrs: { value: String(citation.id) } }, this.citeButton(citation, quote ? `“${quote}”` : where), el("span", { className: "where", text: quote ? ` ${where}` : "" }));
                 sources.append(item);
             }
             children.push(sources);
@@ -390,8 +392,8 @@ class App {
     }
     // ------------------------------------------------------------------ feedback
     feedbackControls(conversationId, turnIndex) {
-        const up = el("button", { text: "👍", attrs: { type: "button", "aria-label": "Good answer", "aria-pressed": "false", "data-rating": "up" } });
-        const down = el("button", { text: "👎", attrs: { type: "button", "aria-label": "Bad answer", "aria-pressed": "false", "data-rating": "down" } });
+        const up = el("button", { text: "▲ Good", attrs: { type: "button", "aria-label": "Good answer", "aria-pressed": "false", "data-rating": "up" } });
+        const down = el("button", { text: "▼ Bad", attrs: { type: "button", "aria-label": "Bad answer", "aria-pressed": "false", "data-rating": "down" } });
         const comment = el("input", { attrs: { type: "text", "aria-label": "Comment on this answer (optional)", placeholder: "Comment (optional)", maxlength: "2000" } });
         const send = el("button", { text: "Send feedback", attrs: { type: "button" } });
         const status = el("span", { className: "status", attrs: { role: "status" } });
