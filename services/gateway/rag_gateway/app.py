@@ -11,7 +11,7 @@ from collections.abc import AsyncIterable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request, Response, Security
+from fastapi import Depends, FastAPI, Path, Request, Response, Security
 from fastapi.security import HTTPBearer
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -26,6 +26,8 @@ from rag_common.schemas import (
     DocumentDeleted,
     DocumentId,
     DocumentList,
+    FeedbackOut,
+    FeedbackRequest,
     IngestRequest,
     IngestResponse,
 )
@@ -39,6 +41,8 @@ from rag_gateway.openai_compat import ChatCompletionRequest, completion, complet
 from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
 
+#: Redis list indices are 64-bit; no conversation keeps anywhere near this many turns.
+MAX_TURN_INDEX = 2**31 - 1
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 #: In the OpenAPI document as the `HTTPBearer` scheme; the header is read by the Authenticator, which
 #: tells API keys from OIDC tokens and words the 401s.
@@ -200,6 +204,23 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     async def delete_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> Response:
         await _chat(request).delete_conversation(identity, conversation_id)
         return Response(status_code=204)
+
+    @app.post(
+        "/v1/conversations/{conversation_id}/turns/{turn_index}/feedback",
+        response_model=FeedbackOut,
+        tags=["chat"],
+        responses={**_CALLER_ERRORS, **error_responses(404, 503)},
+    )
+    async def give_feedback(
+        identity: Reader,
+        conversation_id: ConversationId,
+        turn_index: Annotated[int, Path(ge=0, le=MAX_TURN_INDEX, description="0-based, as GET /v1/conversations/{id} lists the turns")],
+        body: FeedbackRequest,
+        request: Request,
+    ) -> FeedbackOut:
+        """Thumbs up or down, with an optional comment, on one answer of the caller's conversation;
+        stored with the turn (replacing earlier feedback) and written to the query log."""
+        return await _chat(request).give_feedback(identity, conversation_id, turn_index, body)
 
     @app.post(
         "/v1/documents",

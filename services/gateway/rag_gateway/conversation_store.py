@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 from rag_common.errors import DependencyFailed
-from rag_common.schemas import Turn
+from rag_common.schemas import Feedback, Turn
 
 KEY_PREFIX = "rag:conversation:"
 STAGE = "conversation_store"
@@ -61,14 +61,38 @@ class ConversationStore:
             raw = await self._redis.lrange(self._key(conversation_id), start, -1)
         return [Turn.model_validate_json(item) for item in raw]
 
-    async def append(self, conversation_id: str, turn: Turn) -> None:
+    async def append(self, conversation_id: str, turn: Turn) -> int:
+        """Store ``turn`` last; its 0-based index in the conversation as :meth:`turns` lists it."""
         key = self._key(conversation_id)
         with _redis_failures():
             async with self._redis.pipeline(transaction=True) as pipe:
                 pipe.rpush(key, turn.model_dump_json())
                 pipe.ltrim(key, -self._max_turns, -1)
                 pipe.expire(key, self._ttl_s)
-                await pipe.execute()
+                length, *_ = await pipe.execute()
+        return min(int(length), self._max_turns) - 1
+
+    async def set_feedback(self, conversation_id: str, index: int, feedback: Feedback) -> Turn | None:
+        """Put ``feedback`` on the turn at ``index`` (0-based, as :meth:`turns` lists them) and return
+        the updated turn; None if the conversation has no such turn. Read and write are one
+        optimistic transaction (WATCH, LINDEX, MULTI LSET): any write to the conversation in between
+        (a new turn, other feedback) makes it start over, so neither write is lost."""
+        key = self._key(conversation_id)
+        with _redis_failures():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        await pipe.watch(key)
+                        raw = await pipe.lindex(key, index)
+                        if raw is None:
+                            return None
+                        turn = Turn.model_validate_json(raw).model_copy(update={"feedback": feedback})
+                        pipe.multi()
+                        pipe.lset(key, index, turn.model_dump_json())
+                        await pipe.execute()
+                        return turn
+                    except WatchError:
+                        continue
 
     async def delete(self, conversation_id: str) -> bool:
         with _redis_failures():
