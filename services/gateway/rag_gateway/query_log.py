@@ -216,17 +216,19 @@ class _RaisingRotatingFileHandler(RotatingFileHandler):
 class JsonlFileSink:
     """One JSON object per line in ``path``, rotated by the stdlib's ``RotatingFileHandler`` when the
     file would pass ``max_bytes`` (``path.1`` is the newest old file, ``path.{backups}`` the oldest;
-    older ones are deleted). File I/O runs in a worker thread, never on the event loop."""
+    older ones are deleted). File I/O runs in a worker thread, never on the event loop; the directory
+    is made at the first write."""
 
     def __init__(self, path: Path, *, max_bytes: int, backups: int) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._handler = _RaisingRotatingFileHandler(
             self.path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8", delay=True
         )
         self._handler.setFormatter(logging.Formatter("%(message)s"))
 
     def _write_lines(self, lines: list[str]) -> None:
+        # Here, not at start: a log directory that cannot be made costs records, never the gateway's start.
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         for line in lines:
             self._handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO, "levelname": "INFO"}))
         self._handler.flush()
