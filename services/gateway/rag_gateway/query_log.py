@@ -200,7 +200,8 @@ def feedback_record(
 
 
 class QueryLogSink(Protocol):
-    """Where query-log records go. ``write`` may raise: the writer counts the batch as dropped."""
+    """Where query-log records go. ``write`` may raise: the writer counts the batch as dropped, or
+    only ``exc.refused`` of it when the exception carries that count."""
 
     async def write(self, records: Sequence[Mapping[str, Any]]) -> None: ...
 
@@ -312,9 +313,12 @@ class QueryLogWriter:
     async def _write(self, batch: list[dict[str, Any]]) -> None:
         try:
             await self.sink.write(batch)
-        except Exception:  # noqa: BLE001 - a failing sink loses records, never the writer
-            logger.exception("query log: %d record(s) not written", len(batch))
-            self._drop("sink_failed", len(batch))
+        except Exception as exc:  # noqa: BLE001 - a failing sink loses records, never the writer
+            # A sink that wrote part of the batch says how many it refused (``refused``).
+            lost = min(len(batch), int(getattr(exc, "refused", len(batch))))
+            logger.exception("query log: %d of %d record(s) not written", lost, len(batch))
+            self._drop("sink_failed", lost)
+            WRITTEN.inc(len(batch) - lost)
         else:
             WRITTEN.inc(len(batch))
         finally:

@@ -35,7 +35,12 @@ def bulk_actions(records: Sequence[Mapping[str, Any]], prefix: str = DEFAULT_PRE
 
 
 class QueryLogWriteError(RuntimeError):
-    """Some records of a batch were refused by the cluster (mapping conflict, closed index...)."""
+    """Some records of a batch were refused by the cluster (mapping conflict, closed index...);
+    ``refused`` says how many (the others were written)."""
+
+    def __init__(self, message: str, refused: int) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 class OpenSearchQueryLogSink:
@@ -57,7 +62,7 @@ class OpenSearchQueryLogSink:
         )
         if errors:
             first = errors[0]
-            raise QueryLogWriteError(f"{len(errors)} of {len(records)} query-log record(s) refused, e.g. {first}")
+            raise QueryLogWriteError(f"{len(errors)} of {len(records)} query-log record(s) refused, e.g. {first}", len(errors))
 
     async def close(self) -> None:
         await self._client.close()
