@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from functools import cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from ragctl.dashboards import (
     MULTIPART_BOUNDARY,
     TEMPLATE_PATH,
     import_request,
+    install,
     ism_policy_request,
     saved_object_files,
     template_request,
@@ -228,3 +231,70 @@ def test_the_template_and_ism_requests_are_pinned() -> None:
     assert json.loads(create.read()) == json.loads(ISM_POLICY_PATH.read_text())
     update = ism_policy_request("http://localhost:9200", seq_no=7, primary_term=1)
     assert str(update.url) == f"http://localhost:9200/_plugins/_ism/policies/{ISM_POLICY_ID}?if_seq_no=7&if_primary_term=1"
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """OpenSearch and Dashboards as far as ``install`` needs them; every request is recorded."""
+
+    calls: list[tuple[str, str, dict[str, str], bytes]] = []
+    policy_exists = False
+
+    def _answer(self, status: int, body: dict[str, Any]) -> None:
+        raw = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def _record(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.calls.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length)))
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self._record()
+        if self.policy_exists:
+            self._answer(200, {"_id": ISM_POLICY_ID, "_seq_no": 4, "_primary_term": 2, "policy": {}})
+        else:
+            self._answer(404, {"error": "policy not found"})
+
+    def do_PUT(self) -> None:  # noqa: N802
+        self._record()
+        self._answer(200, {"acknowledged": True})
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._record()
+        self._answer(200, {"success": True, "successCount": len(saved_objects())})
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("policy_exists", [False, True])
+def test_make_dashboards_sends_the_three_steps_over_http(policy_exists: bool) -> None:
+    _Recorder.calls = []
+    _Recorder.policy_exists = policy_exists
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        report = install(url, url, auth=("admin", "secret"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert report.ok, report.steps
+    policy_path = f"/_plugins/_ism/policies/{ISM_POLICY_ID}"
+    [(ndjson)] = saved_object_files()
+    expected = [
+        ("PUT", "/_index_template/rag-query-logs"),
+        ("GET", policy_path),
+        ("PUT", policy_path + ("?if_seq_no=4&if_primary_term=2" if policy_exists else "")),
+        ("POST", "/api/saved_objects/_import?overwrite=true"),
+    ]
+    assert [(method, path) for method, path, _, _ in _Recorder.calls] == expected
+    assert json.loads(_Recorder.calls[0][3]) == template()
+    assert json.loads(_Recorder.calls[2][3]) == json.loads(ISM_POLICY_PATH.read_text())
+    _, _, headers, body = _Recorder.calls[3]
+    assert headers["osd-xsrf"] == "true" and headers["authorization"].startswith("Basic ")
+    assert body == import_request(url, ndjson).read()
