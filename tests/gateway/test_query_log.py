@@ -307,3 +307,20 @@ def test_record_filter_matches_degraded_and_since() -> None:
     assert select(rows, RecordFilter(degraded=False)) == rows[:1]
     assert select(rows, RecordFilter(since="2025-01-02T10:30")) == rows[1:]
     assert set(STAGES) >= {"refine", "retrieve", "rerank", "generate", "total"}
+
+
+def test_opensearch_down_costs_no_turn_and_is_counted(redis_url: str, fake_services, closed_port: int) -> None:
+    url, _ = fake_services
+    settings = gateway_settings(
+        redis_url, url, query_log_sink="opensearch", query_log_opensearch_url=f"http://127.0.0.1:{closed_port}",
+        query_log_opensearch_timeout_s=2.0,
+    )
+    with TestClient(create_app(settings)) as client:
+        before = _metric(client.get("/metrics").text, "rag_gateway_query_log_dropped_total", reason="sink_failed")
+        started = time.perf_counter()
+        for _ in range(2):
+            assert client.post("/v1/chat", json={"message": "What is Acme?"}).status_code == 200
+        assert time.perf_counter() - started < 5  # the turns did not wait on the cluster
+        client.portal.call(client.app.state.runtime.query_log.flush)
+        after = _metric(client.get("/metrics").text, "rag_gateway_query_log_dropped_total", reason="sink_failed")
+    assert after - before == 2
