@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos clean web
+.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos clean web dashboards
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -25,6 +25,14 @@ test-opensearch: setup
 		| LLM_BASE_URL=unused LLM_MODEL=unused LLM_API_KEY=unused RAG_SERVICE_TOKEN=unused \
 		docker compose -f docker-compose.yml -f - up -d --wait opensearch
 	OPENSEARCH_URL=$(OPENSEARCH_URL) $(PY) -m pytest -q -rs tests/retriever/test_retriever_conformance.py
+
+# The query log's OpenSearch side (docs/operations.md): the index template and ISM retention policy of
+# rag-query-logs-* (deploy/opensearch/), then the saved objects of deploy/dashboards/*.ndjson through the
+# Dashboards import API. Another cluster: OPENSEARCH_URL=https://... DASHBOARDS_URL=https://...
+# (OPENSEARCH_USER / OPENSEARCH_PASSWORD for basic auth).
+DASHBOARDS_URL ?= http://localhost:5601
+dashboards: setup
+	$(PY) -m ragctl.cli dashboards --opensearch-url $(OPENSEARCH_URL) --dashboards-url $(DASHBOARDS_URL)
 
 clean:
 	rm -rf var .pytest_cache

@@ -291,5 +291,70 @@ def calibrate_command(
     typer.echo(json.dumps(summary, indent=2))
 
 
+@app.command("logs")
+def logs_command(
+    path: Path = typer.Option(
+        REPO_ROOT / "var" / "query-logs" / "queries.jsonl",
+        "--path",
+        envvar="GATEWAY_QUERY_LOG_PATH",
+        help="The gateway's query-log file (rotated copies .1, .2... are read too)",
+    ),
+    tenant: str | None = typer.Option(None, "--tenant", help="Only this tenant"),
+    user: str | None = typer.Option(
+        None, "--user", help="Only this user of --tenant (hashed as the gateway does, with GATEWAY_QUERY_LOG_USER_SALT)"
+    ),
+    conversation: str | None = typer.Option(None, "--conversation", help="Only this conversation id"),
+    turn_id: str | None = typer.Option(None, "--turn-id", help="Only this turn (its turn record and its feedback)"),
+    trace_id: str | None = typer.Option(None, "--trace-id", help="Only this OpenTelemetry trace id"),
+    event: str | None = typer.Option(None, "--event", help="turn or feedback"),
+    intent: str | None = typer.Option(None, "--intent", help="rag, chitchat, meta or out_of_scope"),
+    abstained: bool | None = typer.Option(None, "--abstained/--answered", help="Only abstentions, or only answers"),
+    degraded: bool | None = typer.Option(None, "--degraded/--not-degraded", help="Only degraded turns, or only whole ones"),
+    feedback: str | None = typer.Option(None, "--feedback", help="up, down or any: only records carrying that feedback"),
+    since: str | None = typer.Option(None, "--since", help="Only records at or after this ISO time (e.g. 2025-01-02T10:00)"),
+    last: int | None = typer.Option(None, "--last", min=1, help="Only the last N matching records"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON record per line instead of a table"),
+) -> None:
+    """Read the local query log: one record per chat turn and per feedback, oldest first."""
+    from ragctl.logs_command import LogQuery, run_logs
+
+    try:
+        query = LogQuery(
+            tenant=tenant, user=user, conversation=conversation, turn_id=turn_id, trace_id=trace_id, event=event,
+            intent=intent, abstained=abstained, degraded=degraded, feedback=feedback, since=since, last=last,
+        )
+        exit_code = run_logs(path, query, as_json=as_json, out=Console(), echo=typer.echo)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    raise typer.Exit(exit_code)
+
+
+@app.command("dashboards")
+def dashboards_command(
+    opensearch_url: str = typer.Option(
+        "http://localhost:9200", "--opensearch-url", envvar="OPENSEARCH_URL", help="Cluster for the index template and ISM policy; empty to skip"
+    ),
+    dashboards_url: str = typer.Option(
+        "http://localhost:5601", "--dashboards-url", envvar="DASHBOARDS_URL", help="OpenSearch Dashboards for the saved objects; empty to skip"
+    ),
+    user: str | None = typer.Option(None, "--user", envvar="OPENSEARCH_USER", help="Basic-auth user (both APIs)"),
+    password: str | None = typer.Option(None, "--password", envvar="OPENSEARCH_PASSWORD", help="Basic-auth password"),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates"),
+) -> None:
+    """Install the query log's index template and ISM policy (deploy/opensearch/) and import its
+    Dashboards saved objects (deploy/dashboards/*.ndjson); exit code 1 if any step failed."""
+    from ragctl.dashboards import install
+
+    auth = (user, password or "") if user else None
+    report = install(opensearch_url or None, dashboards_url or None, auth=auth, verify=not insecure)
+    for step in report.steps:
+        colour = "green" if step["ok"] else "red"
+        console.print(f"[{colour}]{step['step']}: {step['status']}[/]")
+        if not step["ok"]:
+            console.print(json.dumps(step["body"], indent=2)[:2000])
+    raise typer.Exit(0 if report.ok else 1)
+
+
 if __name__ == "__main__":
     app()

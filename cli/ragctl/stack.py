@@ -248,6 +248,8 @@ def stack_env(ports: dict[str, int], data_dir: Path, redis_url: str, llm_url: st
         "GATEWAY_RERANKER_URL": f"http://127.0.0.1:{ports['reranker']}",
         "GATEWAY_GENERATOR_URL": f"http://127.0.0.1:{ports['generator']}",
         "RETRIEVER_INDEX_DIR": str(data_dir / "index"),
+        # `ragctl logs` reads it (its default is <repo>/var/query-logs/queries.jsonl, `ragctl up`'s data dir).
+        "GATEWAY_QUERY_LOG_PATH": str(data_dir / "query-logs" / "queries.jsonl"),
         "LLM_BASE_URL": llm_url,
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",

@@ -30,6 +30,7 @@ BODIES = {
     ("POST", "/v1/chat/stream"): {"message": "What is the capital?"},
     ("POST", "/v1/chat/completions"): {"model": "m", "messages": [{"role": "user", "content": "What is the capital?"}]},
     ("POST", "/v1/documents"): {"documents": [{"text": "Some text."}]},
+    ("POST", "/v1/conversations/{conversation_id}/turns/{turn_index}/feedback"): {"rating": "down", "comment": None},
 }
 SCOPE_OF = {"/v1/documents": {"POST": "ingest"}, "/v1/documents/{doc_id}": {"DELETE": "ingest"}}
 
@@ -77,15 +78,20 @@ def _operations(gateway: str) -> list[tuple[str, str]]:
 
 
 def _call(gateway: str, method: str, path: str, token: str | None = None) -> httpx.Response:
-    concrete = path.replace("{conversation_id}", "c0ffee").replace("{doc_id}", "some-doc").replace("{chunk_id}", "some-chunk")
+    concrete = (
+        path.replace("{conversation_id}", "c0ffee")
+        .replace("{doc_id}", "some-doc")
+        .replace("{chunk_id}", "some-chunk")
+        .replace("{turn_index}", "0")
+    )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.request(method, f"{gateway}{concrete}", json=BODIES.get((method, path)), headers=headers, timeout=30)
 
 
 def test_every_protected_route_is_401_without_a_credential_and_the_probes_are_open(gateway: str) -> None:
     operations = _operations(gateway)
-    # chat ×3, models, conversations ×4 (list, one, its cited sources, delete), documents ×3
-    assert len(operations) == 11, operations
+    # chat ×3, models, conversations ×5 (list, one, its cited sources, feedback, delete), documents ×3
+    assert len(operations) == 12, operations
     for method, path in operations:
         response = _call(gateway, method, path)
         assert response.status_code == 401, (method, path, response.text)
@@ -201,3 +207,17 @@ async def test_the_retriever_is_asked_on_the_callers_behalf(gateway: str, redis_
     assert _call(gateway, "POST", "/v1/chat/completions", token).status_code == 200
     assert [(i.tenant, i.user) for i in SEARCH_IDENTITIES if i is not None] == [("uni", "ada"), ("uni", "ada")]
     assert None not in SEARCH_IDENTITIES
+
+
+async def test_only_the_owner_of_a_conversation_can_give_feedback_on_its_turns(gateway: str, redis_url: str) -> None:
+    alice, bob = await _key(redis_url, "chat", user="alice"), await _key(redis_url, "chat", user="bob")
+    asked = _call(gateway, "POST", "/v1/chat", alice)
+    assert asked.status_code == 200, asked.text
+    path = f"{gateway}/v1/conversations/{asked.json()['conversation_id']}/turns/0/feedback"
+    body = {"rating": "down", "comment": "wrong year"}
+    # Bob names Alice's conversation: for him it does not exist (the same 404 as an unknown id).
+    refused = httpx.post(path, json=body, headers={"Authorization": f"Bearer {bob}"}, timeout=30)
+    assert refused.status_code == 404, refused.text
+    given = httpx.post(path, json=body, headers={"Authorization": f"Bearer {alice}"}, timeout=30)
+    assert given.status_code == 200, given.text
+    assert given.json()["feedback"]["rating"] == "down"

@@ -5,7 +5,7 @@ import time
 
 from redis.asyncio import Redis
 
-from rag_common.schemas import Turn
+from rag_common.schemas import Feedback, Turn
 from rag_gateway.conversation_store import ConversationStore
 
 
@@ -41,3 +41,28 @@ async def test_delete(redis_client: Redis) -> None:
     assert await store.delete(cid)
     assert not await store.delete(cid)
     assert await store.turns(cid) == []
+
+
+async def test_append_returns_the_index_the_turn_is_listed_at(redis_client: Redis) -> None:
+    store = ConversationStore(redis_client, max_turns=3, ttl_s=100)
+    cid = store.new_id()
+    assert [await store.append(cid, _turn(i)) for i in range(5)] == [0, 1, 2, 2, 2]  # trimmed to the last 3
+
+
+async def test_concurrent_feedback_on_every_turn_loses_none_and_keeps_the_ttl(redis_client: Redis) -> None:
+    store = ConversationStore(redis_client, max_turns=20, ttl_s=100)
+    cid = store.new_id()
+    for i in range(8):
+        await store.append(cid, _turn(i))
+    await redis_client.expire(store._key(cid), 50)
+    verdicts = [Feedback(rating="down" if i % 2 else "up", comment=f"c{i}", created_at=float(i)) for i in range(8)]
+    # Every write races the others on the same key: WATCH makes the losers start over, none is lost.
+    updated = await asyncio.gather(*(store.set_feedback(cid, i, verdicts[i]) for i in range(8)))
+    assert [t.message for t in updated] == [f"q{i}" for i in range(8)]
+    turns = await store.turns(cid)
+    assert [t.feedback for t in turns] == verdicts
+    assert [t.message for t in turns] == [f"q{i}" for i in range(8)]
+    assert 40 < await store.ttl(cid) <= 50
+    assert await store.set_feedback(cid, 8, verdicts[0]) is None
+    assert await store.set_feedback(store.new_id(), 0, verdicts[0]) is None
+

@@ -132,6 +132,28 @@ class Citation(WireModel):
 # --------------------------------------------------------------------------- conversation
 
 
+#: A thumbs up or down on one answer.
+Rating = Literal["up", "down"]
+#: Upper bound on a feedback comment, in characters.
+MAX_FEEDBACK_COMMENT_CHARS = 2000
+
+
+class FeedbackRequest(WireModel):
+    """Body of ``POST /v1/conversations/{conversation_id}/turns/{turn_index}/feedback``."""
+
+    rating: Rating
+    comment: str | None = Field(default=None, max_length=MAX_FEEDBACK_COMMENT_CHARS)
+
+
+class Feedback(WireModel):
+    """The user's verdict on a turn's answer, stored with the turn (the latest one counts)."""
+
+    rating: Rating
+    comment: str | None = None
+    #: When it was given, Unix seconds.
+    created_at: float
+
+
 class Turn(WireModel):
     """One stored exchange of a conversation: the user's own words, the standalone query that was
     searched, the answer and the chunks it cites (``citations[].chunk_id``)."""
@@ -143,6 +165,20 @@ class Turn(WireModel):
     abstained: bool = False
     intent: Intent = "rag"
     created_at: float
+    #: Names the turn in the query log (its record and any feedback record share it); None on turns
+    #: stored before it existed.
+    turn_id: str | None = None
+    #: Thumbs up/down on the answer, if the user gave one.
+    feedback: Feedback | None = None
+
+
+class FeedbackOut(WireModel):
+    """Answer of the feedback route: which turn now holds which feedback."""
+
+    conversation_id: str
+    turn_index: JsonInt
+    turn_id: str | None = None
+    feedback: Feedback
 
 
 class HistoryTurn(WireModel):

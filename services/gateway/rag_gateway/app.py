@@ -13,7 +13,7 @@ from typing import Annotated
 
 from pydantic import StringConstraints
 
-from fastapi import Depends, FastAPI, Request, Response, Security
+from fastapi import Depends, FastAPI, Path, Request, Response, Security
 from fastapi.security import HTTPBearer
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -29,6 +29,8 @@ from rag_common.schemas import (
     DocumentDeleted,
     DocumentId,
     DocumentList,
+    FeedbackOut,
+    FeedbackRequest,
     IngestRequest,
     IngestResponse,
     SourceChunk,
@@ -44,8 +46,9 @@ from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
 from rag_gateway.web_ui import AuthConfig, StaticFiles, auth_config, security_headers
 
-#: A chunk id as the retriever makes them (``<doc_id>:<n>:<hash>``; the doc id may hold ``/``).
-ChunkId = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+from pydantic import StringConstraints
+
+from fastapi import Depends, FastAPI, Path, Request, Response, Security
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 #: In the OpenAPI document as the `HTTPBearer` scheme; the header is read by the Authenticator, which
 #: tells API keys from OIDC tokens and words the 401s.
@@ -231,6 +234,23 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     async def delete_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> Response:
         await _chat(request).delete_conversation(identity, conversation_id)
         return Response(status_code=204)
+
+    @app.post(
+        "/v1/conversations/{conversation_id}/turns/{turn_index}/feedback",
+        response_model=FeedbackOut,
+        tags=["chat"],
+        responses={**_CALLER_ERRORS, **error_responses(404, 503)},
+    )
+    async def give_feedback(
+        identity: Reader,
+        conversation_id: ConversationId,
+        turn_index: Annotated[int, Path(ge=0, le=MAX_TURN_INDEX, description="0-based, as GET /v1/conversations/{id} lists the turns")],
+        body: FeedbackRequest,
+        request: Request,
+    ) -> FeedbackOut:
+        """Thumbs up or down, with an optional comment, on one answer of the caller's conversation;
+        stored with the turn (replacing earlier feedback) and written to the query log."""
+        return await _chat(request).give_feedback(identity, conversation_id, turn_index, body)
 
     @app.post(
         "/v1/documents",

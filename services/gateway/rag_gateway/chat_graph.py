@@ -42,6 +42,7 @@ import logging
 import operator
 import re
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -104,6 +105,8 @@ class ChatState(TypedDict, total=False):
     degraded: Annotated[list[str], operator.add]
     generation: GenerateResponse
     turn: Turn
+    #: Where save_turn stored the turn (0-based, as GET /v1/conversations/{id} lists them).
+    turn_index: int
     timings_ms: Annotated[dict[str, float], operator.or_]
 
 
@@ -347,14 +350,15 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             abstained=generation.abstained,
             intent=state["refined"].intent,
             created_at=time.time(),
+            turn_id=uuid.uuid4().hex,
         )
         if state.get("conversation_id") is None:
             return {"turn": turn}
         cited = {citation.chunk_id for citation in generation.citations}
         sources = [source_of(p) for p in state.get("passages", []) if p.chunk_id in cited]
         with _Timer("save") as timer:
-            await services.store.append(conversation_key(state), turn, sources)
-        return {"turn": turn, "timings_ms": timer.ms}
+            index = await services.store.append(conversation_key(state), turn, sources)
+        return {"turn": turn, "turn_index": index, "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)
     for name, node in [

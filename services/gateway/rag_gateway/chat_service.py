@@ -18,8 +18,19 @@ from typing import Any, Literal
 
 from rag_common.errors import NotFound, RagError
 from rag_common.identity import Identity
-from rag_common.schemas import ChatRequest, ChatResponse, ConversationList, ConversationOut, SourceChunk, Turn
+from rag_common.schemas import (
+    ChatRequest,
+    ChatResponse,
+    ConversationList,
+    ConversationOut,
+    Feedback,
+    FeedbackOut,
+    FeedbackRequest,
+    SourceChunk,
+    Turn,
+)
 from rag_gateway.conversation_store import ConversationStore, owned_conversation
+from rag_gateway.query_log import Endpoint, QueryLogWriter, feedback_record, turn_record
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +38,11 @@ logger = logging.getLogger(__name__)
 class ConversationNotFound(NotFound):
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} not found (it may have expired or been deleted)")
+
+
+class TurnNotFound(NotFound):
+    def __init__(self, conversation_id: str, turn_index: int) -> None:
+        super().__init__(f"conversation {conversation_id!r} has no turn {turn_index} (turns are counted from 0)")
 
 
 @dataclass(frozen=True)
@@ -46,11 +62,13 @@ class ChatService:
         *,
         default_top_k: int,
         hyde_default: bool,
+        query_log: QueryLogWriter | None = None,
     ) -> None:
         self._graph = graph
         self._store = store
         self._default_top_k = default_top_k
         self._hyde_default = hyde_default
+        self._query_log = query_log
 
     async def start_conversation(self, identity: Identity, conversation_id: str | None) -> str:
         """A new id when ``conversation_id`` is None; else the id, if ``identity`` has that conversation (404 if not)."""
@@ -89,13 +107,13 @@ class ChatService:
         started = time.perf_counter()
         conversation_id = await self.start_conversation(identity, request.conversation_id)
         state = self._input(identity, conversation_id, request.message, request.top_k, request.hyde)
-        return await self._run(state, started)
+        return await self._run(state, started, "chat")
 
     async def stream(self, identity: Identity, request: ChatRequest, conversation_id: str) -> AsyncIterator[StreamEvent]:
         """Events for a request whose conversation was already resolved by :meth:`start_conversation`."""
         started = time.perf_counter()
         state = self._input(identity, conversation_id, request.message, request.top_k, request.hyde, stream=True)
-        async for event in self._stream(state, started):
+        async for event in self._stream(state, started, "chat_stream"):
             yield event
 
     async def complete(
@@ -109,7 +127,8 @@ class ChatService:
     ) -> ChatResponse:
         """Stateless: answer ``message`` given the conversation so far; nothing is read from or written to Redis."""
         started = time.perf_counter()
-        return await self._run(self._input(identity, None, message, top_k, hyde, transcript=transcript), started)
+        state = self._input(identity, None, message, top_k, hyde, transcript=transcript)
+        return await self._run(state, started, "completions")
 
     async def complete_stream(
         self,
@@ -122,13 +141,28 @@ class ChatService:
     ) -> AsyncIterator[StreamEvent]:
         started = time.perf_counter()
         state = self._input(identity, None, message, top_k, hyde, transcript=transcript, stream=True)
-        async for event in self._stream(state, started):
+        async for event in self._stream(state, started, "completions_stream"):
             yield event
 
-    async def _run(self, state_in: dict[str, Any], started: float) -> ChatResponse:
-        return _response(await self._graph.ainvoke(state_in), started)
+    async def _run(self, state_in: dict[str, Any], started: float, endpoint: Endpoint) -> ChatResponse:
+        state = await self._graph.ainvoke(state_in)
+        response = _response(state, started)
+        self._log_turn(state, response, endpoint)
+        return response
 
-    async def _stream(self, state_in: dict[str, Any], started: float) -> AsyncIterator[StreamEvent]:
+    def _log_turn(self, state: dict[str, Any], response: ChatResponse, endpoint: Endpoint) -> None:
+        """Queue the turn's query-log record. Never raises and never waits: the answer is what counts."""
+        if self._query_log is None:
+            return
+        try:
+            record = turn_record(state, endpoint=endpoint, timings_ms=response.timings_ms, salt=self._query_log.salt)
+        except Exception:  # noqa: BLE001 - a log record must not cost the user the answer
+            logger.exception("query log: the turn's record could not be built")
+            self._query_log.drop_unbuildable()
+            return
+        self._query_log.submit(record)
+
+    async def _stream(self, state_in: dict[str, Any], started: float, endpoint: Endpoint) -> AsyncIterator[StreamEvent]:
         """Run the graph streamed: ``meta`` once refine is done, ``token`` per answer delta, then
         always one of ``final`` (after the turn is saved) or ``error`` (nothing saved, unless the
         failure came after the save). Only a client that hung up gets neither."""
@@ -154,6 +188,7 @@ class ChatService:
                         )
             # Built inside the try: a failure here, after the headers went out, is an error event too.
             final = _response(state, started)
+            self._log_turn(state, final, endpoint)
         except RagError as exc:
             yield StreamEvent("error", exc)
             return
@@ -186,6 +221,28 @@ class ChatService:
         if found is None:
             raise NotFound(f"no source {chunk_id!r} is cited in conversation {conversation_id!r}")
         return found
+
+    async def give_feedback(
+        self, identity: Identity, conversation_id: str, turn_index: int, request: FeedbackRequest
+    ) -> FeedbackOut:
+        """Store ``request`` on turn ``turn_index`` (0-based) of the caller's conversation, replacing any
+        earlier feedback, and queue a feedback record. 404 if the caller has no such conversation or turn."""
+        key = owned_conversation(identity.owner_key, conversation_id)
+        feedback = Feedback(rating=request.rating, comment=request.comment, created_at=time.time())
+        turn = await self._store.set_feedback(key, turn_index, feedback)
+        if turn is None:
+            if not await self._store.exists(key):
+                raise ConversationNotFound(conversation_id)
+            raise TurnNotFound(conversation_id, turn_index)
+        if self._query_log is not None:
+            try:
+                record = feedback_record(identity, conversation_id, turn_index, turn, feedback, salt=self._query_log.salt)
+            except Exception:  # noqa: BLE001 - the feedback is stored; its log record is best effort
+                logger.exception("query log: the feedback record could not be built")
+                self._query_log.drop_unbuildable()
+            else:
+                self._query_log.submit(record)
+        return FeedbackOut(conversation_id=conversation_id, turn_index=turn_index, turn_id=turn.turn_id, feedback=feedback)
 
     async def delete_conversation(self, identity: Identity, conversation_id: str) -> None:
         deleted = await self._store.delete(owned_conversation(identity.owner_key, conversation_id))

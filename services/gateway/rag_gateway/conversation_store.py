@@ -24,10 +24,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, WatchError
 
 from rag_common.errors import DependencyFailed
-from rag_common.schemas import ConversationSummary, Passage, SourceChunk, Turn
+from rag_common.schemas import ConversationSummary, Feedback, Passage, SourceChunk, Turn
 
 KEY_PREFIX = "rag:conversation:"
 INDEX_PREFIX = "rag:conversations:"
@@ -93,9 +93,10 @@ class ConversationStore:
             raw = await self._redis.lrange(self._key(conversation_id), start, -1)
         return [Turn.model_validate_json(item) for item in raw]
 
-    async def append(self, conversation_id: str, turn: Turn, sources: Sequence[SourceChunk] = ()) -> None:
-        """Store ``turn`` and the chunks its citations point to, and move the conversation to the top
-        of its owner's list; all in one transaction."""
+    async def append(self, conversation_id: str, turn: Turn, sources: Sequence[SourceChunk] = ()) -> int:
+        """Store ``turn`` last, with the chunks its citations point to, and move the conversation to the
+        top of its owner's list; all in one transaction. Returns the turn's 0-based index in the
+        conversation as :meth:`turns` lists it."""
         key = self._key(conversation_id)
         owner, public_id = split_owned(conversation_id)
         index = INDEX_PREFIX + owner
@@ -112,7 +113,30 @@ class ConversationStore:
                 pipe.zadd(index, {public_id: now})
                 pipe.zremrangebyscore(index, "-inf", now - self._ttl_s)
                 pipe.expire(index, self._ttl_s)
-                await pipe.execute()
+                length, *_ = await pipe.execute()
+        return min(int(length), self._max_turns) - 1
+
+    async def set_feedback(self, conversation_id: str, index: int, feedback: Feedback) -> Turn | None:
+        """Put ``feedback`` on the turn at ``index`` (0-based, as :meth:`turns` lists them) and return
+        the updated turn; None if the conversation has no such turn. Read and write are one
+        optimistic transaction (WATCH, LINDEX, MULTI LSET): any write to the conversation in between
+        (a new turn, other feedback) makes it start over, so neither write is lost."""
+        key = self._key(conversation_id)
+        with _redis_failures():
+            async with self._redis.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        await pipe.watch(key)
+                        raw = await pipe.lindex(key, index)
+                        if raw is None:
+                            return None
+                        turn = Turn.model_validate_json(raw).model_copy(update={"feedback": feedback})
+                        pipe.multi()
+                        pipe.lset(key, index, turn.model_dump_json())
+                        await pipe.execute()
+                        return turn
+                    except WatchError:
+                        continue
 
     async def delete(self, conversation_id: str) -> bool:
         owner, public_id = split_owned(conversation_id)

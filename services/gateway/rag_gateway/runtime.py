@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from redis.asyncio import Redis
 
@@ -27,6 +28,7 @@ from rag_gateway.chat_graph import ChatPolicy, ChatServices, Replies, build_chat
 from rag_gateway.chat_service import ChatService
 from rag_gateway.conversation_store import ConversationStore
 from rag_gateway.document_service import DocumentService
+from rag_gateway.query_log import JsonlFileSink, NullSink, QueryLogSink, QueryLogWriter
 from rag_gateway.rate_limits import RateLimits
 from rag_gateway.settings import GatewaySettings
 
@@ -45,6 +47,7 @@ class GatewayRuntime:
     authenticator: Authenticator
     rate_limits: RateLimits
     audit: AuditLog
+    query_log: QueryLogWriter
 
     async def readiness(self) -> dict[str, str]:
         checks: dict[str, str] = {}
@@ -105,6 +108,40 @@ def authenticator(settings: GatewaySettings, keys: ApiKeyStore) -> Authenticator
     return Authenticator(keys, jwt_verifier(settings))
 
 
+def query_log_sink(settings: GatewaySettings) -> QueryLogSink:
+    """The sink GATEWAY_QUERY_LOG_SINK names (opensearch-py is imported only for the opensearch one)."""
+    if settings.query_log_sink == "off":
+        return NullSink()
+    if settings.query_log_sink == "file":
+        return JsonlFileSink(
+            Path(settings.query_log_path),
+            max_bytes=int(settings.query_log_max_mb * 1024 * 1024),
+            backups=settings.query_log_backups,
+        )
+    from opensearchpy import AsyncOpenSearch
+
+    from rag_gateway.query_log_opensearch import OpenSearchQueryLogSink
+
+    password = settings.query_log_opensearch_password
+    auth = (settings.query_log_opensearch_user, password.get_secret_value() if password else "") if settings.query_log_opensearch_user else None
+    client = AsyncOpenSearch(
+        hosts=[settings.query_log_opensearch_url],
+        http_auth=auth,
+        verify_certs=settings.query_log_opensearch_verify_certs,
+        timeout=settings.query_log_opensearch_timeout_s,
+    )
+    return OpenSearchQueryLogSink(client, prefix=settings.query_log_index_prefix, chunk_size=settings.query_log_batch_size)
+
+
+def query_log_writer(settings: GatewaySettings) -> QueryLogWriter:
+    return QueryLogWriter(
+        query_log_sink(settings),
+        queue_size=settings.query_log_queue_size,
+        batch_size=settings.query_log_batch_size,
+        salt=settings.query_log_user_salt.get_secret_value(),
+    )
+
+
 @asynccontextmanager
 async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator[GatewayRuntime]:
     """Settings default to the ``GATEWAY_*`` environment."""
@@ -130,16 +167,22 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
         services = ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store)
         graph = build_chat_graph(services, chat_policy(settings))
+        query_log = query_log_writer(settings)
+        query_log.start()
+        stack.push_async_callback(query_log.close)
         limits = {"chat": settings.rate_limit_chat, "stream": settings.rate_limit_stream, "ingest": settings.rate_limit_ingest}
         yield GatewayRuntime(
             settings=settings,
             store=store,
             clients=clients,
-            chat=ChatService(graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default),
+            chat=ChatService(
+                graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default, query_log=query_log
+            ),
             documents=DocumentService(clients["ingest"], max_upload_mb=settings.max_upload_mb),
             authenticator=authenticator(settings, ApiKeyStore(redis)),
             rate_limits=RateLimits(
                 settings.redis_url, {kind: spec for kind, spec in limits.items() if spec}, redis_options=redis_options
             ),
             audit=AuditLog(redis),
+            query_log=query_log,
         )

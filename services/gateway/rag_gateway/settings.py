@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.history import HistoryWindow
@@ -159,6 +159,60 @@ class GatewaySettings(ServiceSettings):
     )
     rate_limit_ingest: str | None = Field(
         default="30/minute", description="Ingestion and deletion requests per caller; unset = no limit. Default 30/minute."
+    )
+
+    query_log_sink: Literal["file", "opensearch", "off"] = Field(
+        default="file",
+        description="Where the query log (one record per chat turn and per feedback) goes: file (rotated JSON "
+        "lines at GATEWAY_QUERY_LOG_PATH, read by `ragctl logs`), opensearch (daily indices "
+        "GATEWAY_QUERY_LOG_INDEX_PREFIX-YYYY.MM.DD through the bulk API), or off. Default file.",
+    )
+    query_log_path: str = Field(
+        default="var/query-logs/queries.jsonl",
+        description="The query-log file of the file sink (its directory is created); `ragctl up` sets "
+        "<data dir>/query-logs/queries.jsonl. Default var/query-logs/queries.jsonl (relative to the working directory).",
+    )
+    query_log_max_mb: float = Field(
+        default=50.0, gt=0, description="Size at which the query-log file is rotated, MiB. Default 50."
+    )
+    query_log_backups: int = Field(
+        default=5, ge=0, description="Rotated query-log files kept (queries.jsonl.1 ... .N; older ones deleted). Default 5."
+    )
+    query_log_queue_size: int = Field(
+        default=10_000,
+        ge=1,
+        description="Records waiting for the background writer at most; past it new records are dropped and "
+        "counted in rag_gateway_query_log_dropped_total{reason=\"queue_full\"} (a chat turn never waits). Default 10000.",
+    )
+    query_log_batch_size: int = Field(
+        default=500, ge=1, description="Records the background writer hands to the sink at once at most. Default 500."
+    )
+    query_log_user_salt: SecretStr = Field(
+        default=SecretStr(""),
+        description="Key of the HMAC-SHA256 that turns tenant/user into the record's user_hash; set a secret in "
+        "production so a hash cannot be tested against guessed names (`ragctl logs --user` needs the same value). "
+        "Default empty.",
+    )
+    query_log_opensearch_url: str = Field(
+        default="http://localhost:9200",
+        description="OpenSearch endpoint of the opensearch sink. Default http://localhost:9200.",
+    )
+    query_log_opensearch_user: str | None = Field(
+        default=None, description="OpenSearch basic-auth user of the opensearch sink. Default None (no auth)."
+    )
+    query_log_opensearch_password: SecretStr | None = Field(
+        default=None, description="OpenSearch basic-auth password of the opensearch sink. Default None."
+    )
+    query_log_opensearch_verify_certs: bool = Field(
+        default=True, description="Verify the OpenSearch TLS certificate (opensearch sink). Default true."
+    )
+    query_log_opensearch_timeout_s: float = Field(
+        default=10.0, gt=0, description="Timeout of one bulk request of the opensearch sink, seconds. Default 10."
+    )
+    query_log_index_prefix: str = Field(
+        default="rag-query-logs",
+        description="Daily indices of the opensearch sink are <prefix>-YYYY.MM.DD; the index template and ISM policy "
+        "in deploy/opensearch/ match rag-query-logs-*. Default rag-query-logs.",
     )
 
     def history_window(self) -> HistoryWindow:
