@@ -46,9 +46,10 @@ from rag_gateway.runtime import open_runtime
 from rag_gateway.settings import GatewaySettings
 from rag_gateway.web_ui import AuthConfig, StaticFiles, auth_config, security_headers
 
-from pydantic import StringConstraints
-
-from fastapi import Depends, FastAPI, Path, Request, Response, Security
+#: A chunk id as the retriever makes them (``<doc_id>:<n>:<hash>``; the doc id may hold ``/``).
+ChunkId = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+#: Redis list indices are 64-bit; no conversation keeps anywhere near this many turns.
+MAX_TURN_INDEX = 2**31 - 1
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 #: In the OpenAPI document as the `HTTPBearer` scheme; the header is read by the Authenticator, which
 #: tells API keys from OIDC tokens and words the 401s.
