@@ -38,6 +38,7 @@ from rag_common.errors import (
 )
 from rag_common.internal_auth import OPEN_PATHS, SERVICE_TOKEN_HEADER, document_service_token
 from rag_common.schemas import ErrorBody, Readiness
+from rag_common.telemetry import setup_telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +251,10 @@ def create_service_app(
     An ``internal`` service (all but the gateway) given ``service_token`` accepts only calls that
     carry it (``rag_common.internal_auth``); without one it warns at start that anyone who reaches
     its port can call it.
+
+    Every app is traced and logged the same way (``rag_common.telemetry.setup_telemetry``): a server
+    span per request continuing the caller's W3C ``traceparent``, ``X-Trace-Id`` on the response and
+    one JSON log line per request.
     """
 
     @asynccontextmanager
@@ -303,4 +308,6 @@ def create_service_app(
     Instrumentator(excluded_handlers=["/metrics"]).instrument(app).expose(
         app, endpoint="/metrics", include_in_schema=False
     )
+    # Last: traces, X-Trace-Id and the per-request log line wrap everything above.
+    setup_telemetry(name, app)
     return app
