@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import IO, Any
+from typing import IO
 
 from opentelemetry import baggage, trace
 from pythonjsonlogger.json import JsonFormatter
@@ -108,15 +108,21 @@ def json_formatter() -> JsonFormatter:
     )
 
 
+def json_handler(stream: IO[str]) -> logging.Handler:
+    """A handler writing the JSON lines to ``stream`` (what :func:`configure_logging` installs)."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(json_formatter())
+    handler.addFilter(ContextFields())
+    return handler
+
+
 def configure_logging(level: str = "info", *, stream: IO[str] | None = None) -> logging.Handler:
     """Make the root logger write JSON lines to ``stream`` (stderr), replacing its handlers.
 
     Called once by a service process before uvicorn starts (``rag_common.runner.serve``), so that
     uvicorn's own lines (run with ``log_config=None``, they propagate to the root) are JSON too.
     Python warnings are routed through logging as well."""
-    handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(json_formatter())
-    handler.addFilter(ContextFields())
+    handler = json_handler(stream or sys.stderr)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -125,7 +131,3 @@ def configure_logging(level: str = "info", *, stream: IO[str] | None = None) -> 
     logging.captureWarnings(True)
     return handler
 
-
-def log_fields(**fields: Any) -> dict[str, Any]:
-    """``extra=`` for a log call, e.g. ``logger.info("done", extra=log_fields(duration_ms=12.5))``."""
-    return fields
