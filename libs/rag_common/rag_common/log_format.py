@@ -95,15 +95,15 @@ class ContextFields(logging.Filter):
             record.stage = _stage.get()
         if not hasattr(record, "duration_ms"):
             record.duration_ms = None
+        record.__dict__.pop("color_message", None)  # uvicorn's ANSI-coloured copy of the message
         return True
 
 
 def json_formatter() -> JsonFormatter:
     return JsonFormatter(
-        "%(asctime)s %(levelname)s %(name)s %(service)s %(trace_id)s %(span_id)s %(tenant)s %(stage)s "
-        "%(duration_ms)s %(message)s",
-        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-        datefmt="%Y-%m-%dT%H:%M:%S%z",
+        "%(levelname)s %(name)s %(service)s %(trace_id)s %(span_id)s %(tenant)s %(stage)s %(duration_ms)s %(message)s",
+        rename_fields={"levelname": "level", "name": "logger"},
+        timestamp="time",  # ISO 8601 in UTC, microseconds
         json_ensure_ascii=False,
     )
 

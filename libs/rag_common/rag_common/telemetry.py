@@ -16,7 +16,7 @@ Export follows the standard variables, read here once per provider:
   * ``OTEL_TRACES_EXPORTER``: ``none`` (the default here: spans are made, so ids reach the logs and
     the header, but not sent anywhere), ``otlp`` (OTLP over HTTP/protobuf, the only OTLP protocol
     installed; ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, default
-    ``http://localhost:4318``), ``console`` (spans as JSON on stdout), or a comma-separated list;
+    ``http://localhost:4318``), ``console`` (each span as one JSON line on stdout), or a comma-separated list;
   * ``OTEL_TRACES_SAMPLER`` / ``OTEL_TRACES_SAMPLER_ARG`` (default parentbased_always_on),
     ``OTEL_BSP_*`` (batching), ``OTEL_RESOURCE_ATTRIBUTES`` (more resource attributes) and the other
     ``OTEL_EXPORTER_OTLP_*`` settings (headers, timeout, compression), read by the SDK itself.
@@ -68,7 +68,8 @@ def exporters_from_env() -> list[SpanExporter]:
         if name in ("", "none"):
             continue
         if name == "console":
-            exporters.append(ConsoleSpanExporter())
+            # One span per line, so the console stays JSON lines like the logs.
+            exporters.append(ConsoleSpanExporter(formatter=lambda span: span.to_json(indent=None) + os.linesep))
         elif name in ("otlp", "otlp_proto_http"):
             protocol = os.environ.get(
                 "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
