@@ -13,7 +13,7 @@ root logger) is one JSON object with at least these keys, ``null`` when not know
 
 Anything passed as ``extra={...}`` is added as further keys. The trace and span ids come from the
 OpenTelemetry context that is current when the line is logged; service, tenant and stage from
-:data:`contextvars` that the request middleware (``rag_common.telemetry``) and the chat graph set.
+:data:`contextvars` that the request middleware (``rag_common.service``) and the chat graph set.
 """
 
 from __future__ import annotations

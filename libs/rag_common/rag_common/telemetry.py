@@ -1,6 +1,7 @@
-"""OpenTelemetry traces for the five services, set up in one place: :func:`setup_telemetry`.
+"""OpenTelemetry traces for the five services: tracer providers, exporters, httpx clients, tenant.
 
-``rag_common.service.create_service_app`` calls it for every service's app, so every service
+The app side is ``rag_common.service.setup_telemetry``, which ``create_service_app`` calls for every
+service's app (this module stays FastAPI-free, so ``rag_common.http`` can use it), so every service
   * has a tracer provider whose resource names it (``service.name = rag-<name>``);
   * answers every request under a server span (the FastAPI instrumentation), continuing the trace of
     the caller's W3C ``traceparent`` header (and its ``baggage``, which carries the tenant);
@@ -24,22 +25,15 @@ Export follows the standard variables, read here once per provider:
 
 from __future__ import annotations
 
-import logging
 import os
-import time
 from typing import Any
 
-from fastapi import FastAPI
 from opentelemetry import trace
-from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag_common import log_format
-
-logger = logging.getLogger(__name__)
 
 #: The response header that carries the request's trace id (32 lowercase hex digits).
 TRACE_ID_HEADER = "X-Trace-Id"
@@ -120,68 +114,6 @@ def remove_span_processor(processor: SpanProcessor) -> None:
 def trace_id_of_current_span() -> str | None:
     span_context = trace.get_current_span().get_span_context()
     return trace.format_trace_id(span_context.trace_id) if span_context.is_valid else None
-
-
-class RequestTelemetryMiddleware:
-    """Inside the request's server span: binds the service (and the internal services' stage) for
-    the log lines of the request, adds ``X-Trace-Id`` to the response and logs one line per request
-    with its status and ``duration_ms``."""
-
-    def __init__(self, app: ASGIApp, service: str) -> None:
-        self._app = app
-        self._service = service
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in UNTRACED_PATHS:
-            await self._app(scope, receive, send)
-            return
-        log_format.bind_service(self._service)
-        log_format.bind_stage(STAGE_BY_PATH.get(scope["path"]))
-        trace_id = trace_id_of_current_span()
-        status: dict[str, int] = {}
-
-        async def send_with_trace_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-                if trace_id is not None:
-                    message = {**message, "headers": [*message.get("headers", []), (TRACE_ID_HEADER.lower().encode(), trace_id.encode())]}
-            await send(message)
-
-        started = time.perf_counter()
-        try:
-            await self._app(scope, receive, send_with_trace_id)
-        finally:
-            logger.info(
-                "%s %s %s",
-                scope["method"],
-                scope["path"],
-                status.get("code", "failed"),
-                extra={
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "status": status.get("code"),
-                },
-            )
-
-
-def setup_telemetry(service: str, app: FastAPI) -> TracerProvider:
-    """Trace ``app`` as ``service`` (the one setup every service's app gets, from
-    ``create_service_app``): server spans continuing W3C ``traceparent``, ``X-Trace-Id`` on every
-    response, one JSON log line per request. Returns the service's tracer provider."""
-    log_format.set_process_service(service)
-    provider = tracer_provider(service)
-    # Added last, so it wraps the other middlewares (a 401 of the service credential is logged too);
-    # the instrumentation wraps the whole stack, so the server span is current in here.
-    app.add_middleware(RequestTelemetryMiddleware, service=service)
-    FastAPIInstrumentor.instrument_app(
-        app,
-        tracer_provider=provider,
-        excluded_urls=",".join(UNTRACED_PATHS),
-        # The per-message ASGI send/receive spans say nothing the server span does not.
-        exclude_spans=["receive", "send"],
-    )
-    return provider
 
 
 def instrument_httpx_client(client: Any, provider: TracerProvider | None = None) -> None:
