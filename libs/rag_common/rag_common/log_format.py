@@ -48,16 +48,20 @@ def set_process_service(name: str) -> None:
         _process_service = name
 
 
-def bind_service(name: str) -> None:
-    _service.set(name)
-
-
 def bind_tenant(tenant: str | None) -> None:
+    """The tenant of the lines logged from here on in this request (set once the caller is known)."""
     _tenant.set(tenant)
 
 
-def bind_stage(stage: str | None) -> None:
-    _stage.set(stage)
+@contextmanager
+def request(service: str, stage: str | None) -> Iterator[None]:
+    """Lines logged inside carry ``service`` and ``stage``; a tenant bound inside ends with it."""
+    tokens = (_service.set(service), _stage.set(stage), _tenant.set(None))
+    try:
+        yield
+    finally:
+        for var, token in zip((_service, _stage, _tenant), tokens, strict=True):
+            var.reset(token)
 
 
 @contextmanager

@@ -239,8 +239,10 @@ class RequestTelemetryMiddleware:
         if scope["type"] != "http" or scope["path"] in UNTRACED_PATHS:
             await self._app(scope, receive, send)
             return
-        log_format.bind_service(self._service)
-        log_format.bind_stage(STAGE_BY_PATH.get(scope["path"]))
+        with log_format.request(self._service, STAGE_BY_PATH.get(scope["path"])):
+            await self._traced(scope, receive, send)
+
+    async def _traced(self, scope: Scope, receive: Receive, send: Send) -> None:
         trace_id = trace_id_of_current_span()
         status: dict[str, int] = {}
 
