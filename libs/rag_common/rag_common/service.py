@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rag_common import log_format
 from rag_common.errors import (
     DependencyFailed,
     Forbidden,
@@ -41,7 +42,6 @@ from rag_common.errors import (
 )
 from rag_common.internal_auth import OPEN_PATHS, SERVICE_TOKEN_HEADER, document_service_token
 from rag_common.schemas import ErrorBody, Readiness
-from rag_common import log_format
 from rag_common.telemetry import STAGE_BY_PATH, TRACE_ID_HEADER, UNTRACED_PATHS, trace_id_of_current_span, tracer_provider
 
 logger = logging.getLogger(__name__)
@@ -250,7 +250,8 @@ class RequestTelemetryMiddleware:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
                 if trace_id is not None:
-                    message = {**message, "headers": [*message.get("headers", []), (TRACE_ID_HEADER.lower().encode(), trace_id.encode())]}
+                    header = (TRACE_ID_HEADER.lower().encode(), trace_id.encode())
+                    message = {**message, "headers": [*message.get("headers", []), header]}
             await send(message)
 
         started = time.perf_counter()
