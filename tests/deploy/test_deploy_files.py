@@ -827,8 +827,9 @@ def test_adapter_and_hpa_read_metrics_the_reranker_exports() -> None:
 # --------------------------------------------------------------------------- k8s Deployments vs compose
 
 #: Compose services Kubernetes does not run: Redis and OpenSearch come from managed services or
-#: operators, Dashboards with OpenSearch, the local LLM is a development convenience (deploy/README.md).
-K8S_OUT_OF_SCOPE = {"opensearch", "opensearch-dashboards", "redis", "llm"}
+#: operators, Dashboards with OpenSearch, the local LLM is a development convenience, the cluster's
+#: OpenTelemetry Collector comes from its operator or Helm chart (deploy/README.md, docs/observability.md).
+K8S_OUT_OF_SCOPE = {"opensearch", "opensearch-dashboards", "redis", "llm", "otel-collector"}
 _MEMORY_UNITS = {
     "": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4,
     "ki": 1024, "mi": 1024**2, "gi": 1024**3, "ti": 1024**4,

@@ -27,8 +27,12 @@ from httpx_sse import ServerSentEvent, SSEError, aconnect_sse
 from pydantic import BaseModel, ValidationError
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
+from opentelemetry.instrumentation.utils import suppress_http_instrumentation
+from opentelemetry.trace import TracerProvider
+
 from rag_common.errors import DependencyFailed
 from rag_common.internal_auth import SERVICE_TOKEN_HEADER
+from rag_common.telemetry import instrument_httpx_client
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -71,9 +75,12 @@ class ServiceClient:
         transport: httpx.AsyncBaseTransport | None = None,
         service_token: str | None = None,
         retry: RetryPolicy | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         """``service_token``: sent on every call (``X-RAG-Service-Token``), see ``rag_common.internal_auth``.
-        ``retry``: how calls made with ``idempotent=True`` are retried; None, never."""
+        ``retry``: how calls made with ``idempotent=True`` are retried; None, never.
+        ``tracer_provider``: the calling service's (``rag_common.telemetry.tracer_provider``); every
+        call, each retry attempt and each stream is a client span sending W3C ``traceparent``."""
         self.stage = stage
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
@@ -85,6 +92,7 @@ class ServiceClient:
             transport=transport,
             headers={SERVICE_TOKEN_HEADER: service_token} if service_token else None,
         )
+        instrument_httpx_client(self._client, tracer_provider)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -181,7 +189,9 @@ class ServiceClient:
 
     async def is_healthy(self) -> str:
         try:
-            response = await self._client.get("/healthz", timeout=2.0)
+            # A probe of a probe: no span (the probed /healthz has none either).
+            with suppress_http_instrumentation():
+                response = await self._client.get("/healthz", timeout=2.0)
         except httpx.HTTPError as exc:
             return f"unreachable: {type(exc).__name__}"
         return "ok" if response.status_code == 200 else f"HTTP {response.status_code}"

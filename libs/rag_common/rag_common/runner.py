@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import logging
-
 import uvicorn
 
+from rag_common.log_format import configure_logging
 from rag_common.settings import ServiceSettings
 
 
 def serve(app_path: str, settings: ServiceSettings) -> None:
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    """JSON log lines on stderr (``rag_common.log_format``), uvicorn's included: it is given no
+    logging config of its own, and its access log is replaced by the app's per-request line, which
+    carries the trace id and the duration (``rag_common.service.setup_telemetry``)."""
+    configure_logging(settings.log_level)
+    uvicorn.run(
+        app_path,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        factory=True,
+        log_config=None,
+        access_log=False,
     )
-    uvicorn.run(app_path, host=settings.host, port=settings.port, log_level=settings.log_level, factory=True)

@@ -11,6 +11,7 @@ import hmac
 import json
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
@@ -18,12 +19,15 @@ from typing import Any, Protocol
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
 from prometheus_fastapi_instrumentator import Instrumentator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rag_common import log_format
 from rag_common.errors import (
     DependencyFailed,
     Forbidden,
@@ -38,6 +42,7 @@ from rag_common.errors import (
 )
 from rag_common.internal_auth import OPEN_PATHS, SERVICE_TOKEN_HEADER, document_service_token
 from rag_common.schemas import ErrorBody, Readiness
+from rag_common.telemetry import STAGE_BY_PATH, TRACE_ID_HEADER, UNTRACED_PATHS, trace_id_of_current_span, tracer_provider
 
 logger = logging.getLogger(__name__)
 
@@ -221,6 +226,71 @@ def install_error_handlers(app: FastAPI) -> None:
         return _error_response(500, ErrorBody(error=f"internal error: {type(exc).__name__}"))
 
 
+class RequestTelemetryMiddleware:
+    """Inside the request's server span: binds the service (and the internal services' stage) for
+    the log lines of the request, adds ``X-Trace-Id`` to the response and logs one line per request
+    with its status and ``duration_ms``."""
+
+    def __init__(self, app: ASGIApp, service: str) -> None:
+        self._app = app
+        self._service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in UNTRACED_PATHS:
+            await self._app(scope, receive, send)
+            return
+        with log_format.request(self._service, STAGE_BY_PATH.get(scope["path"])):
+            await self._traced(scope, receive, send)
+
+    async def _traced(self, scope: Scope, receive: Receive, send: Send) -> None:
+        trace_id = trace_id_of_current_span()
+        status: dict[str, int] = {}
+
+        async def send_with_trace_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                if trace_id is not None:
+                    header = (TRACE_ID_HEADER.lower().encode(), trace_id.encode())
+                    message = {**message, "headers": [*message.get("headers", []), header]}
+            await send(message)
+
+        started = time.perf_counter()
+        try:
+            await self._app(scope, receive, send_with_trace_id)
+        finally:
+            logger.info(
+                "%s %s %s",
+                scope["method"],
+                scope["path"],
+                status.get("code", "failed"),
+                extra={
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status.get("code"),
+                },
+            )
+
+
+def setup_telemetry(service: str, app: FastAPI) -> TracerProvider:
+    """Trace ``app`` as ``service`` (the one setup every service's app gets, from
+    ``create_service_app``): server spans continuing W3C ``traceparent``, ``X-Trace-Id`` on every
+    response, one JSON log line per request. Returns the service's tracer provider."""
+    log_format.set_process_service(service)
+    provider = tracer_provider(service)
+    # Added last, so it wraps the other middlewares (a 401 of the service credential is logged too);
+    # the instrumentation wraps the whole stack, so the server span is current in here.
+    app.add_middleware(RequestTelemetryMiddleware, service=service)
+    FastAPIInstrumentor.instrument_app(
+        app,
+        tracer_provider=provider,
+        excluded_urls=",".join(UNTRACED_PATHS),
+        # The per-message ASGI send/receive spans say nothing the server span does not.
+        exclude_spans=["receive", "send"],
+    )
+    return provider
+
+
 class ServiceRuntime(Protocol):
     """What a service's ``runtime.py`` opens: its assembled parts, and whether their dependencies are up."""
 
@@ -250,6 +320,10 @@ def create_service_app(
     An ``internal`` service (all but the gateway) given ``service_token`` accepts only calls that
     carry it (``rag_common.internal_auth``); without one it warns at start that anyone who reaches
     its port can call it.
+
+    Every app is traced and logged the same way (:func:`setup_telemetry`): a server
+    span per request continuing the caller's W3C ``traceparent``, ``X-Trace-Id`` on the response and
+    one JSON log line per request.
     """
 
     @asynccontextmanager
@@ -303,4 +377,6 @@ def create_service_app(
     Instrumentator(excluded_handlers=["/metrics"]).instrument(app).expose(
         app, endpoint="/metrics", include_in_schema=False
     )
+    # Last: traces, X-Trace-Id and the per-request log line wrap everything above.
+    setup_telemetry(name, app)
     return app

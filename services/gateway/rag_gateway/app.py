@@ -36,6 +36,7 @@ from rag_common.schemas import (
     SourceChunk,
 )
 from rag_common.service import create_service_app, error_responses, status_for
+from rag_common.telemetry import bind_tenant
 from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
 from rag_gateway.authentication import require_scope
 from rag_gateway.chat_service import ChatService, StreamEvent
@@ -93,6 +94,7 @@ def caller(scope: Scope, kind: RequestKind | None = None):
     async def authenticated(request: Request, _: Annotated[object, Security(_BEARER)] = None) -> Identity:
         runtime = request.app.state.runtime
         identity = require_scope(await runtime.authenticator.authenticate(request.headers.get("authorization")), scope)
+        bind_tenant(identity.tenant)
         if kind is not None and runtime.authenticator.enabled:  # with auth off there is one caller: no limit
             await runtime.rate_limits.hit(kind, identity)
         return identity

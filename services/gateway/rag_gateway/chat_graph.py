@@ -7,7 +7,8 @@ load_history → refine ─┬─ rag ─────────── retrieve
 
 The branch is a conditional edge on the refiner's ``intent``: only ``rag`` reaches the retriever,
 reranker and generator; the other three answer without any LLM call. Each node calls at most one
-service over HTTP and records its own latency.
+service over HTTP and records its own latency, and runs in its own span of the turn's trace
+(:func:`traced_node`): the span of its service call, and that service's server span, are its children.
 
 Failure policy (the table in docs/ARCHITECTURE.md; coded in the nodes below and nowhere else):
 
@@ -38,11 +39,13 @@ conversation so far comes in ``transcript`` and nothing is read from or written 
 
 from __future__ import annotations
 
+import functools
 import logging
 import operator
 import re
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -50,10 +53,12 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from prometheus_client import Histogram
 
+from rag_common import log_format
 from rag_common.errors import DependencyFailed
 from rag_common.history import HistoryWindow, cut_history
 from rag_common.identity import Identity, identity_headers
 from rag_common.http import ServiceClient
+from rag_common.telemetry import tracer_provider
 from rag_common.schemas import (
     GenerateRequest,
     GenerateResponse,
@@ -189,6 +194,33 @@ class _Timer:
     @property
     def ms(self) -> dict[str, float]:
         return {self.stage: round(self.seconds * 1000, 2)}
+
+
+Node = Callable[[ChatState], Awaitable[dict[str, Any]]]
+
+
+def traced_node(name: str, node: Node) -> Node:
+    """``node`` run in a span ``chat.<name>`` of the gateway's trace (the service calls it makes are
+    its children), with ``stage: <name>`` on its log lines and one line when it ends, with its
+    ``duration_ms``. What it degraded is on the span (``rag.degraded``)."""
+    tracer = tracer_provider("gateway").get_tracer(__name__)
+
+    @functools.wraps(node)
+    async def run(state: ChatState) -> dict[str, Any]:
+        with tracer.start_as_current_span(f"chat.{name}", attributes={"rag.stage": name}) as span, log_format.stage(name):
+            started = time.perf_counter()
+            outcome = "failed"
+            try:
+                update = await node(state)
+                outcome = "done"
+            finally:
+                duration_ms = round((time.perf_counter() - started) * 1000, 2)
+                logger.info("stage %s %s", name, outcome, extra={"duration_ms": duration_ms})
+            if update.get("degraded"):
+                span.set_attribute("rag.degraded", list(update["degraded"]))
+            return update
+
+    return run
 
 
 def conversation_key(state: ChatState) -> str:
@@ -372,7 +404,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         ("decline", decline),
         ("save_turn", save_turn),
     ]:
-        builder.add_node(name, node)
+        builder.add_node(name, traced_node(name, node))
     builder.add_edge(START, "load_history")
     builder.add_edge("load_history", "refine")
     builder.add_conditional_edges("refine", route_intent, INTENT_ROUTES)

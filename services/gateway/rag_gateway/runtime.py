@@ -19,6 +19,7 @@ from redis.asyncio import Redis
 from rag_common.errors import DependencyFailed
 from rag_common.http import RetryPolicy, ServiceClient
 from rag_common.identity import ALL_SCOPES, Identity
+from rag_common.telemetry import tracer_provider
 from rag_gateway import redis_client
 from rag_gateway.api_keys import ApiKeyStore
 from rag_gateway.audit_log import AuditLog
@@ -154,15 +155,17 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
         token = settings.service_token
         # Only the calls marked idempotent (refine, search, rerank) use it; see rag_common.http.
         retry = RetryPolicy(attempts=settings.retry_attempts, max_wait_s=settings.retry_max_wait_s)
+        # Every internal call is a client span of the gateway's trace, sending W3C traceparent.
+        traced = {"service_token": token, "tracer_provider": tracer_provider("gateway")}
         clients = {
-            "refiner": ServiceClient("refiner", settings.refiner_url, settings.refiner_timeout_s, service_token=token, retry=retry),
+            "refiner": ServiceClient("refiner", settings.refiner_url, settings.refiner_timeout_s, retry=retry, **traced),
             "retriever": ServiceClient(
-                "retriever", settings.retriever_url, settings.retriever_timeout_s, service_token=token, retry=retry
+                "retriever", settings.retriever_url, settings.retriever_timeout_s, retry=retry, **traced
             ),
             # Ingestion of a large upload takes minutes: its own pool with its own timeout.
-            "ingest": ServiceClient("retriever", settings.retriever_url, settings.ingest_timeout_s, service_token=token),
-            "reranker": ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s, service_token=token, retry=retry),
-            "generator": ServiceClient("generator", settings.generator_url, settings.generator_timeout_s, service_token=token),
+            "ingest": ServiceClient("retriever", settings.retriever_url, settings.ingest_timeout_s, **traced),
+            "reranker": ServiceClient("reranker", settings.reranker_url, settings.reranker_timeout_s, retry=retry, **traced),
+            "generator": ServiceClient("generator", settings.generator_url, settings.generator_timeout_s, **traced),
         }
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
         services = ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store)

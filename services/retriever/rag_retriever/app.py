@@ -33,6 +33,7 @@ from rag_common.schemas import (
     SearchResponse,
 )
 from rag_common.service import create_service_app, error_responses
+from rag_common.telemetry import bind_tenant
 from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.parsers import UploadRejected, parse_upload, upload_name
@@ -58,7 +59,9 @@ async def caller_identity(value: Annotated[str | None, Security(_IDENTITY)] = No
             f"missing {IDENTITY_HEADER} header: the retriever serves calls on behalf of a caller the "
             "gateway authenticated, and answers none without one"
         )
-    return decode_identity(value)
+    identity = decode_identity(value)
+    bind_tenant(identity.tenant)
+    return identity
 
 
 def upload_acl(value: str | None) -> DocumentAcl | None:
