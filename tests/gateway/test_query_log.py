@@ -36,6 +36,7 @@ from ragctl.cli import app as ragctl_app
 from .support import gateway_settings, sse_events
 
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
 LOCAL = Identity(tenant="default", user="local")
 
 
@@ -74,7 +75,8 @@ def test_a_chat_turn_writes_one_record_with_every_field(logged: TestClient, log_
     assert record["citation_count"] == len(body["citations"]) == 1
     assert record["degraded"] == [] and record["degraded_count"] == 0
     assert record["feedback"] is None
-    assert record["trace_id"] is None  # nothing is traced in this test
+    # The turn's trace: the record leads from a thumbs-down to the trace (docs/operations.md).
+    assert record["trace_id"] == response.headers["X-Trace-Id"] and HEX32.match(record["trace_id"])
     assert set(record["stage_ms"]) == {"history", "refine", "retrieve", "rerank", "generate", "save", "total"}
     assert record["stage_ms"]["total"] == body["timings_ms"]["total"]
     assert record["record_id"] == record["turn_id"]
