@@ -191,7 +191,7 @@ class Pipeline:
         self.generator = generator
         self.generator_settings = generator_settings or GeneratorSettings()
         self.history_window = history_window or GatewaySettings().history_window()
-        self._cache: dict[tuple[str, str, str, int, bool], _Search] = {}
+        self._cache: dict[tuple[str, str, str, int, bool, bool, bool], _Search] = {}
         self._refined: dict[str, tuple[str, dict[str, str | bool], float]] = {}
 
     def history(self, query: Query) -> list[HistoryTurn]:
@@ -206,11 +206,13 @@ class Pipeline:
     async def _search(self, config: RunConfig, text: str) -> tuple[_Search, bool]:
         """The search for ``config``; ``True`` when it is served from the cache."""
         with_vectors = config.needs_embeddings
-        key = (config.mode, config.fusion, text, config.candidates)
+        key = (config.mode, config.fusion, text, config.candidates, config.graph, config.hop)
         cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
         if cached is not None:
             return cached, True
-        request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors)
+        # The graph switches are explicit (a run names them or not), never the retriever's defaults.
+        request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors,
+                                graph=config.graph, second_hop=config.hop)
         started = time.perf_counter()
         response: SearchResponse = await self.retriever.search_services[config.fusion].search(request, EVAL_ACCESS)
         ms = _ms(started)
