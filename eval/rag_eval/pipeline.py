@@ -162,6 +162,8 @@ class _Search:
     query_vector: list[float] | None
     ms: float
     embed_ms: float
+    #: The retriever's graph signals inside ``ms`` (0 when the run has none).
+    graph_ms: float = 0.0
 
 
 class StageNotAvailable(RuntimeError):
@@ -221,7 +223,8 @@ class Pipeline:
         if with_vectors:
             vectors = np.asarray([p.embedding for p in passages], dtype=np.float32).reshape(len(passages), -1)
             passages = [p.model_copy(update={"embedding": None}) for p in passages]
-        found = _Search(passages, vectors, response.query_embedding, ms, float(response.timings_ms.get("embed", 0.0)))
+        found = _Search(passages, vectors, response.query_embedding, ms, float(response.timings_ms.get("embed", 0.0)),
+                        float(response.timings_ms.get("graph", 0.0)))
         self._cache[(*key, with_vectors)] = found
         return found, False
 
@@ -258,6 +261,8 @@ class Pipeline:
         latency["retrieve"] = retrieve_ms
         if embed_ms:
             latency["retrieve.embed"] = embed_ms
+        if search.graph_ms:
+            latency["retrieve.graph"] = search.graph_ms
 
         if config.reranks:
             final, stage_info, rerank_latency = await self._rerank(config, text, search)
