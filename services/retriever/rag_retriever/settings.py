@@ -101,14 +101,15 @@ class RetrieverSettings(ServiceSettings):
         ),
     )
     graph_second_hop: bool = Field(
-        default=True,
+        default=False,
         description=(
             "Second hop: entities and titles in the first-pass top passages but not in the query become "
             "bounded BM25 follow-up searches merged with the first pass (no LLM). Costs up to "
-            "graph_hop_entities extra BM25 searches per query (no extra embedding); can push a first-pass "
-            "hit down for a passage about an entity it names. On by default: on HotpotQA it raised "
-            "coverage@5 0.63 -> 0.82, nDCG@10 +0.041, both CIs above 0 (docs/evaluation.md). Ignored by "
-            "the opensearch backend (no graph there yet). Default true."
+            "graph_hop_entities extra BM25 searches per query (no extra embedding); pushes first-pass hits "
+            "down for passages about entities they name. Off by default: on multi-hop HotpotQA it raised "
+            "coverage@5 0.63 -> 0.82 (nDCG@10 +0.041), but on MTRAG-UN it lost nDCG@10 -0.058 and "
+            "Recall@5 -0.149 (CIs below 0); turn it on for multi-hop, entity-centric corpora "
+            "(docs/evaluation.md). Ignored by the opensearch backend (no graph there yet). Default false."
         ),
     )
     graph_ppr_damping: float = Field(
