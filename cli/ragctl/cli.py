@@ -178,8 +178,13 @@ def eval_command(
         None, "--corpus-sample", min=0, help="Index only the judged documents of the queries plus N random others"
     ),
     ks: str = typer.Option("1,3,5,10,20", "--k", help="Metric cut-offs, comma-separated"),
-    candidates: int = typer.Option(50, min=1, max=200, help="Chunks retrieved per query (the reranker's input)"),
-    top_k: int = typer.Option(20, min=1, max=200, help="Chunks a pipeline returns (metrics are cut at --k)"),
+    candidates: int = typer.Option(
+        None, min=1, max=200,
+        help="Chunks retrieved per query (the reranker's input); default GATEWAY_RETRIEVAL_CANDIDATES, the served depth",
+    ),
+    top_k: int = typer.Option(
+        None, min=1, max=200, help="Chunks a pipeline returns (metrics are cut at --k); default min(20, candidates)"
+    ),
     adaptive_limit: int = typer.Option(20, min=1, help="Queries of the LLM rows of --ablation (they are slow)"),
     resamples: int = typer.Option(2000, min=100, help="Bootstrap resamples of the 95% CIs"),
     seed: int = typer.Option(0, help="Seed of the query sample, corpus sample and bootstrap"),

@@ -72,8 +72,8 @@ def run_eval(
     llm: bool,
     corpus_sample: int | None,
     ks: str,
-    candidates: int,
-    top_k: int,
+    candidates: int | None,
+    top_k: int | None,
     adaptive_limit: int,
     resamples: int,
     seed: int,
@@ -87,8 +87,11 @@ def run_eval(
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from rag_eval.evaluation import EvalOptions, Evaluator
-    from rag_eval.runs import parse_run
+    from rag_eval.runs import DEFAULT_TOP_K, served_candidates, parse_run
 
+    # One source of truth for the depth: the gateway's setting unless asked otherwise.
+    candidates = candidates if candidates is not None else served_candidates()
+    top_k = top_k if top_k is not None else min(DEFAULT_TOP_K, candidates)
     names = parse_datasets(datasets)
     for spec in runs:  # fail on a typo before loading any model
         if parse_run(spec, candidates=candidates, top_k=top_k).uses_llm and not llm:

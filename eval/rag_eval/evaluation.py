@@ -38,7 +38,7 @@ from rag_eval.datasets.types import Dataset, Query
 from rag_eval.metrics import DEFAULT_KS, METRICS
 from rag_eval.report import comparison_table, headline, pretty, vs_retriever_table
 from rag_eval.runner import execute, select_queries, subset_corpus, summarize, write_summary
-from rag_eval.runs import MODES, RunConfig, StageConfig, parse_run
+from rag_eval.runs import DEFAULT_CANDIDATES, DEFAULT_TOP_K, MODES, RunConfig, StageConfig, parse_run
 from rag_eval.stats import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:  # the services (and torch) are imported only when a dataset is evaluated
@@ -64,8 +64,9 @@ class EvalOptions:
     #: Evaluate on the judged documents of the selected queries plus this many random others.
     corpus_sample: int | None = None
     ks: tuple[int, ...] = DEFAULT_KS
-    candidates: int = 50
-    top_k: int = 20
+    #: Chunks retrieved per run (default: the served depth, ``GATEWAY_RETRIEVAL_CANDIDATES``).
+    candidates: int = DEFAULT_CANDIDATES
+    top_k: int = min(DEFAULT_TOP_K, DEFAULT_CANDIDATES)
     #: The LLM endpoint to use, or None: no LLM runs.
     llm_settings: LLMSettings | None = None
     adaptive_limit: int = 20
@@ -197,10 +198,12 @@ class Evaluator:
         return pipeline, index, reranker
 
     def _context(self, index: dict[str, Any]) -> Callable[[RunConfig], str]:
-        base = f"index={index['fingerprint'][:16]};candidates={self.options.candidates};top_k={self.options.top_k}"
+        index_part = f"index={index['fingerprint'][:16]}"
         model = self.options.llm_settings.model if self.options.llm_settings is not None else ""
 
         def context(config: RunConfig) -> str:
+            # Each run's own depth (the ``default`` run keeps the served one whatever --candidates says).
+            base = f"{index_part};candidates={config.candidates};top_k={config.top_k}"
             return f"{base};llm={model}" if config.uses_llm else base
 
         return context

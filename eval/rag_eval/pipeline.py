@@ -162,6 +162,8 @@ class _Search:
     query_vector: list[float] | None
     ms: float
     embed_ms: float
+    #: The retriever's graph signals inside ``ms`` (0 when the run has none).
+    graph_ms: float = 0.0
 
 
 class StageNotAvailable(RuntimeError):
@@ -191,7 +193,7 @@ class Pipeline:
         self.generator = generator
         self.generator_settings = generator_settings or GeneratorSettings()
         self.history_window = history_window or GatewaySettings().history_window()
-        self._cache: dict[tuple[str, str, str, int, bool], _Search] = {}
+        self._cache: dict[tuple[str, str, str, int, bool, bool, bool], _Search] = {}
         self._refined: dict[str, tuple[str, dict[str, str | bool], float]] = {}
 
     def history(self, query: Query) -> list[HistoryTurn]:
@@ -206,11 +208,13 @@ class Pipeline:
     async def _search(self, config: RunConfig, text: str) -> tuple[_Search, bool]:
         """The search for ``config``; ``True`` when it is served from the cache."""
         with_vectors = config.needs_embeddings
-        key = (config.mode, config.fusion, text, config.candidates)
+        key = (config.mode, config.fusion, text, config.candidates, config.graph, config.hop)
         cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
         if cached is not None:
             return cached, True
-        request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors)
+        # The graph switches are explicit (a run names them or not), never the retriever's defaults.
+        request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors,
+                                graph=config.graph, second_hop=config.hop)
         started = time.perf_counter()
         response: SearchResponse = await self.retriever.search_services[config.fusion].search(request, EVAL_ACCESS)
         ms = _ms(started)
@@ -219,7 +223,8 @@ class Pipeline:
         if with_vectors:
             vectors = np.asarray([p.embedding for p in passages], dtype=np.float32).reshape(len(passages), -1)
             passages = [p.model_copy(update={"embedding": None}) for p in passages]
-        found = _Search(passages, vectors, response.query_embedding, ms, float(response.timings_ms.get("embed", 0.0)))
+        found = _Search(passages, vectors, response.query_embedding, ms, float(response.timings_ms.get("embed", 0.0)),
+                        float(response.timings_ms.get("graph", 0.0)))
         self._cache[(*key, with_vectors)] = found
         return found, False
 
@@ -256,6 +261,8 @@ class Pipeline:
         latency["retrieve"] = retrieve_ms
         if embed_ms:
             latency["retrieve.embed"] = embed_ms
+        if search.graph_ms:
+            latency["retrieve.graph"] = search.graph_ms
 
         if config.reranks:
             final, stage_info, rerank_latency = await self._rerank(config, text, search)

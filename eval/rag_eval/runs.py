@@ -11,6 +11,15 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
     hybrid+refiner+llm            multi-turn: the refiner rewrites the question (LLM), and the
                                   generator answers from the final passages (LLM)
 
+    hybrid+graph                  hybrid, then the retriever's graph signal (personalised PageRank over the
+                                  structure-and-entity graph, docs/retriever.md)
+    hybrid+hop                    hybrid with the retriever's second hop (entity follow-up searches)
+    default                       exactly what ``/v1/chat`` runs, read from the settings: the gateway's
+                                  mode and candidate depth (``GATEWAY_SEARCH_MODE``,
+                                  ``GATEWAY_RETRIEVAL_CANDIDATES``), the retriever's fusion and graph
+                                  switches (``RETRIEVER_*``), the reranker's default chain
+                                  (``RERANKER_DEFAULT_CHAIN``, ``RERANKER_MMR_*``)
+
 ``gmmr:adaptive``, ``refiner`` and ``llm`` need an LLM endpoint (``ragctl eval --llm``); only ``llm``
 generates answers.
 
@@ -25,10 +34,13 @@ such as the cross-encoder's), min-max scaled to [0, 1], instead of cos(query, pa
 asks for the cosine explicitly. Without either it is the cosine, as DF-RAG publishes it (not the
 service default ``RERANKER_MMR_RELEVANCE``, so a run name means the same thing on every machine).
 
-Every pipeline retrieves ``candidates`` chunks (default 50) and ends with ``top_k`` (default 20 =
-the largest default cut-off): without rerank stages, the retriever's first ``top_k``; with them, the
-chain's ``top_k`` out of the same ``candidates``. Chunks of one document count once, at their best
-rank.
+Every pipeline retrieves ``candidates`` chunks (default: ``GATEWAY_RETRIEVAL_CANDIDATES``, the served
+depth, 20) and ends with ``top_k`` (default 20 = the largest default cut-off, never above
+``candidates``): without rerank stages, the retriever's first ``top_k``; with them, the chain's
+``top_k`` out of the same ``candidates``. Chunks of one document count once, at their best rank.
+The ``default`` run always uses the served depth (``--candidates`` does not change it); the gateway
+hands the generator the first ``GATEWAY_DEFAULT_TOP_K`` of the same ranking (every stage's order is
+a prefix-stable: cutting it at 5 or at 20 gives the same first 5).
 """
 
 from __future__ import annotations
@@ -44,8 +56,22 @@ STAGE_ALIASES = {"ce": "cross_encoder", "cross_encoder": "cross_encoder", "diffu
 #: gMMR's relevance term (``rag_common.schemas.GmmrSpec.relevance``).
 RELEVANCES = ("cosine", "scores")
 
-DEFAULT_CANDIDATES = 50
 DEFAULT_TOP_K = 20
+#: The run that is the served chain (``default_run``).
+DEFAULT_RUN = "default"
+#: Retrieval flags a spec may name after the mode (``SearchRequest.graph`` / ``.second_hop``).
+RETRIEVAL_FLAGS = ("graph", "hop")
+
+
+def served_candidates() -> int:
+    """The served candidate depth, ``GATEWAY_RETRIEVAL_CANDIDATES``: the one source of truth."""
+    from rag_gateway.settings import GatewaySettings
+
+    return GatewaySettings().retrieval_candidates
+
+
+#: Read once at import from the gateway's settings (the environment as the service would read it).
+DEFAULT_CANDIDATES = served_candidates()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +120,11 @@ class RunConfig:
     llm: bool = False
     candidates: int = DEFAULT_CANDIDATES
     top_k: int = DEFAULT_TOP_K
+    #: The retriever's graph signal (PPR over the structure-and-entity graph) and second hop.
+    graph: bool = False
+    hop: bool = False
+    #: A name that replaces the spec-derived one (``default``).
+    label: str = ""
     #: Free-form tags (e.g. ``{"sweep": "lambda"}``); not part of the name.
     tags: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
@@ -107,8 +138,11 @@ class RunConfig:
 
     @property
     def name(self) -> str:
+        if self.label:
+            return self.label
         mode = self.mode if self.mode != "hybrid" or self.fusion == "min_max" else f"hybrid:{self.fusion}"
-        tokens = [mode, *(stage.token for stage in self.stages)]
+        tokens = [mode, *(flag for flag in RETRIEVAL_FLAGS if getattr(self, flag))]
+        tokens += [stage.token for stage in self.stages]
         if self.refiner:
             tokens.append("refiner")
         if self.llm:
@@ -142,6 +176,8 @@ class RunConfig:
             llm=changes.pop("llm", self.llm),
             candidates=changes.pop("candidates", self.candidates),
             top_k=changes.pop("top_k", self.top_k),
+            graph=changes.pop("graph", self.graph),
+            hop=changes.pop("hop", self.hop),
             tags=changes.pop("tags", dict(self.tags)),
         )
 
@@ -155,6 +191,8 @@ class RunConfig:
             "llm": self.llm,
             "candidates": self.candidates,
             "top_k": self.top_k,
+            "graph": self.graph,
+            "hop": self.hop,
             "tags": dict(self.tags),
         }
 
@@ -162,6 +200,8 @@ class RunConfig:
 def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = DEFAULT_TOP_K) -> RunConfig:
     """``"hybrid+diffusion+gmmr:0.7"`` → :class:`RunConfig`. Raises ValueError with the reason."""
     tokens = [token.strip().lower() for token in spec.split("+") if token.strip()]
+    if tokens == [DEFAULT_RUN]:
+        return default_run(top_k=top_k)
     if not tokens:
         raise ValueError("empty run spec; start with a mode: bm25, dense or hybrid")
     head, *rest = tokens
@@ -172,9 +212,14 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
         raise ValueError(f"only hybrid takes a fusion, got {head!r}")
     stages: list[StageConfig] = []
     refiner = llm = False
+    flags: dict[str, bool] = {}
     for token in rest:
         name, _, value = token.partition(":")
-        if token == "refiner":
+        if token in RETRIEVAL_FLAGS:
+            if stages:
+                raise ValueError(f"{token} is a retrieval flag: put it before the rerank stages in {spec!r}")
+            flags[token] = True
+        elif token == "refiner":
             refiner = True
         elif token == "llm":
             llm = True
@@ -182,8 +227,8 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
             stages.append(_stage(STAGE_ALIASES[name], value, spec))
         else:
             raise ValueError(
-                f"unknown token {token!r} in run {spec!r}; use cross_encoder|ce, diffusion[:α], "
-                "gmmr[:λ|:adaptive][:scores|:cosine], refiner, llm"
+                f"unknown token {token!r} in run {spec!r}; use graph, hop, cross_encoder|ce, diffusion[:α], "
+                "gmmr[:λ|:adaptive][:scores|:cosine], refiner, llm (or the whole spec: default)"
             )
     return RunConfig(
         mode=mode,  # type: ignore[arg-type]
@@ -193,6 +238,39 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
         llm=llm,
         candidates=candidates,
         top_k=top_k,
+        **flags,
+    )
+
+
+def default_run(*, top_k: int = DEFAULT_TOP_K) -> RunConfig:
+    """What ``/v1/chat`` runs, from the services' settings (the environment as they read it): the
+    gateway's search mode and depth (``GatewaySettings.search_depth``), the retriever's fusion and graph
+    switches, the reranker's default chain with its configured λ/α/relevance. Only ``top_k`` (how
+    deep the metrics look) is the evaluation's, capped at the depth."""
+    from rag_gateway.settings import GatewaySettings
+    from rag_reranker.settings import RerankerSettings
+    from rag_retriever.settings import RetrieverSettings
+
+    gateway, retriever, reranker = GatewaySettings(), RetrieverSettings(), RerankerSettings()
+    candidates = gateway.search_depth(gateway.default_top_k)
+    stages = []
+    for name in reranker.default_chain:
+        if name == "gmmr":
+            stages.append(StageConfig("gmmr", reranker.mmr_lambda, reranker.mmr_relevance))
+        elif name == "diffusion":
+            stages.append(StageConfig("diffusion", reranker.diffusion_alpha))
+        else:
+            stages.append(StageConfig(name))
+    fusion = retriever.hybrid_normalization if retriever.hybrid_normalization in FUSIONS else "min_max"
+    return RunConfig(
+        mode=gateway.search_mode,
+        fusion=fusion,
+        stages=tuple(stages),
+        candidates=candidates,
+        top_k=min(top_k, candidates),
+        graph=retriever.graph_ppr,
+        hop=retriever.graph_second_hop,
+        label=DEFAULT_RUN,
     )
 
 

@@ -12,7 +12,9 @@ so the parent knows what was acknowledged and what was in flight when the kill c
 waiting for the parent's random kill:
 - ``after_commit``: tantivy committed, the graph not yet updated;
 - ``mid_graph_write``: half of the new graph file written to its temporary name;
-- ``before_meta``: the new graph renamed into place, ``meta.json`` not yet written.
+- ``before_meta``: the new graph renamed into place, ``meta.json`` not yet written;
+- ``before_entity_graph``: tantivy committed, the structure-and-entity graph not yet updated;
+- ``mid_entity_graph_write``: half of the new ``graph.json`` written to its temporary name.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import EmbeddedIndex
+from rag_retriever.entity_graph import EntityGraph
 from rag_retriever.records import ChunkRecord
 
 DIM = 32
@@ -79,6 +82,26 @@ def arm(point: str, on_call: int) -> None:
             return original_meta(self)
 
         EmbeddedIndex._write_meta = write_meta
+    elif point == "before_entity_graph":
+        original_entity = EmbeddedIndex._update_entity_graph
+
+        def update_entity_graph(self, *args, **kwargs):
+            if due():
+                die()
+            return original_entity(self, *args, **kwargs)
+
+        EmbeddedIndex._update_entity_graph = update_entity_graph
+    elif point == "mid_entity_graph_write":
+        original_graph_save = EntityGraph.save
+
+        def save(self, path, write_atomically):
+            if due():
+                data = json.dumps(self.to_json())
+                (path.with_name(path.name + ".tmp")).write_text(data[: len(data) // 2])
+                die()
+            return original_graph_save(self, path, write_atomically)
+
+        EntityGraph.save = save
     else:
         raise SystemExit(f"unknown --die-at {point!r}")
 
@@ -88,9 +111,12 @@ def version(rng: random.Random, doc_id: str, round_: int, op: int) -> list[Chunk
         ChunkRecord(
             chunk_id=f"{doc_id}-r{round_}-o{op}-{i}",
             doc_id=doc_id,
-            text=f"{doc_id} round {round_} write {op} part {i} " + " ".join(rng.choices(["ice", "sand", "lake", "dune"], k=8)),
+            text=f"{doc_id} round {round_} write {op} part {i} " + " ".join(rng.choices(["ice", "sand", "lake", "dune"], k=8))
+            + " near " + rng.choice(["Lake Baikal", "the Sahara Desert", "Mount Fuji", "Port of Spain"]) + ".",
             chunk_index=i,
             source=f"{doc_id}.txt",
+            title=doc_id.upper(),
+            section_path=["Part " + str(i % 2)],
             tenant=TENANT,
         )
         for i in range(rng.randint(1, 6))

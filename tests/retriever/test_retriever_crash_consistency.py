@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+import tantivy
+
 from rag_retriever.backends.embedded import EmbeddedIndex
+from rag_retriever.entity_graph import EntityGraph
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 DIM = 32
@@ -27,7 +30,11 @@ POOL = [f"doc{i:02d}" for i in range(24)]
 TENANT = "default"
 #: (--die-at, on which call): each point of a write where the disk holds a new tantivy commit and an
 #: older graph or meta, on the first write and on a later one.
-FORCED = [(point, call) for point in ("after_commit", "mid_graph_write", "before_meta") for call in (1, 4)]
+FORCED = [
+    (point, call)
+    for point in ("after_commit", "mid_graph_write", "before_meta", "before_entity_graph", "mid_entity_graph_write")
+    for call in (1, 4)
+]
 RANDOM_KILLS = 8
 
 
@@ -89,6 +96,15 @@ def check_recovered(index: EmbeddedIndex, acknowledged: dict[str, set[str]], in_
         now = {doc_id: actual.get(doc_id, set()) for doc_id in touched}
         # All the write's documents on the same side: one commit, not one per document.
         assert now in (before, after), (before, after, now)
+
+    # The structure-and-entity graph is exactly the one a clean build of the stored chunks gives.
+    rebuilt = EntityGraph()
+    searcher = index._index.searcher()
+    addresses = index._all_hits(searcher, tantivy.Query.all_query()) if searcher.num_docs else []
+    labels = searcher.fast_field_values("label", addresses) if addresses else []
+    rebuilt.add_chunks((int(label), index._record(searcher, address)) for label, address in zip(labels, addresses))
+    assert index.graph.to_json() == rebuilt.to_json()
+    assert consistency.missing_from_entity_graph == consistency.stale_in_entity_graph == 0
 
     # The graph holds each stored chunk's own vector: a dense search for it finds it first.
     for doc_id in actual:

@@ -225,6 +225,12 @@ class SearchRequest(WireModel):
     filters: dict[SearchFilterField, str | Annotated[list[str], Field(min_length=1)]] = Field(default_factory=dict)
     #: Return each passage's stored embedding and the query's embedding (for the reranker).
     include_embeddings: bool = False
+    #: Re-score the hits with personalised PageRank over the structure-and-entity graph; ``None``
+    #: = the retriever's ``RETRIEVER_GRAPH_PPR``. Backends without the graph ignore it.
+    graph: bool | None = None
+    #: Add a second hop (follow-up searches for entities of the top hits not in the query); ``None``
+    #: = the retriever's ``RETRIEVER_GRAPH_SECOND_HOP``. Backends without the graph ignore it.
+    second_hop: bool | None = None
 
 
 class SearchResponse(WireModel):

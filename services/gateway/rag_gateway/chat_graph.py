@@ -75,6 +75,7 @@ from rag_common.schemas import (
     Turn,
 )
 from rag_gateway.conversation_store import ConversationStore, owned_conversation, source_of
+from rag_gateway.settings import search_depth
 from rag_gateway.generator_stream import Token, generation_events
 from rag_gateway.stage_fallbacks import answer_without_generator, describe_failure, refine_without_refiner
 
@@ -269,7 +270,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                 SearchRequest(
                     # HyDE: search with the hypothetical answer; rerank and generate keep the query.
                     query=refined.hyde_query or refined.query,
-                    top_k=max(policy.retrieval_candidates, state["top_k"]),
+                    top_k=search_depth(policy.retrieval_candidates, state["top_k"]),
                     mode=policy.search_mode,
                     include_embeddings=policy.pass_embeddings,
                 ),

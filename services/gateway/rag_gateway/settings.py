@@ -12,6 +12,12 @@ from rag_common.schemas import SearchMode
 from rag_common.settings import ServiceSettings
 
 
+def search_depth(retrieval_candidates: int, top_k: int) -> int:
+    """The retriever's ``top_k`` in the chat chain: the candidate depth, or more if more passages are
+    wanted. The one rule, used by the chat graph and by ``ragctl eval --run default``."""
+    return max(retrieval_candidates, top_k)
+
+
 class GatewaySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
@@ -48,13 +54,29 @@ class GatewaySettings(ServiceSettings):
     )
 
     default_top_k: int = Field(default=5, description="Passages given to the generator when the request has no top_k. Default 5.")
-    retrieval_candidates: int = Field(default=20, description="Candidates fetched from the retriever for reranking. Default 20.")
+    retrieval_candidates: int = Field(
+        default=20,
+        ge=1,
+        le=200,
+        description=(
+            "Candidates fetched from the retriever for reranking: the one candidate depth of the served chain, "
+            "which `ragctl eval --run default` and the eval's default --candidates read too (issue 16). "
+            "Deeper gives a reranker more to choose from and changes min-max fusion's scaling (each list "
+            "fetches max(4 x depth, 50)), at the cost of a larger search response and more rerank work. "
+            "Default 20."
+        ),
+    )
     search_mode: SearchMode = Field(default="hybrid", description="Retrieval mode: dense, bm25 or hybrid. Default hybrid.")
     pass_embeddings: bool = Field(
         default=True,
         description="Fetch the candidates' stored embeddings from the retriever and pass them to the reranker, "
         "so its diffusion and gMMR stages need not re-embed them. Default true.",
     )
+
+    def search_depth(self, top_k: int) -> int:
+        """Chunks the chat chain asks the retriever for when it will hand ``top_k`` passages on:
+        what ``/v1/chat`` sends and what the evaluation's ``default`` run measures."""
+        return search_depth(self.retrieval_candidates, top_k)
 
     conversation_max_turns: int = Field(default=50, description="Turns kept per conversation (older ones dropped). Default 50.")
     conversation_ttl_s: int = Field(default=7 * 24 * 3600, description="Conversation lifetime after its last turn, seconds. Default 604800 (7 days).")

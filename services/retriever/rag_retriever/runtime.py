@@ -19,7 +19,7 @@ from rag_retriever.backends.base import FusionSettings, SearchBackend
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.search_service import SearchService
+from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
 
@@ -36,7 +36,8 @@ class RetrieverRuntime:
     def search_with(self, fusion: FusionSettings) -> SearchService:
         """A search service over the same index and lock with another hybrid fusion (for evaluation)."""
         return SearchService(
-            self.backend, self.embedder, self.lock, fusion=fusion, default_top_k=self.settings.default_top_k
+            self.backend, self.embedder, self.lock, fusion=fusion, default_top_k=self.settings.default_top_k,
+            graph=GraphDefaults.of(self.settings),
         )
 
     async def readiness(self) -> dict[str, str]:
@@ -114,7 +115,8 @@ async def open_runtime(
             lock=lock,
             ingestor=Ingestor(backend, model, chunker, lock),
             search=SearchService(
-                backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k
+                backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k,
+                graph=GraphDefaults.of(settings),
             ),
         )
     finally:

@@ -3,6 +3,11 @@
 Hybrid fusion is the backend's job: OpenSearch fuses server-side in a search pipeline, the embedded
 backend with ``fusion.py``; so ``timings_ms["search"]`` includes the fusion.
 
+Graph signals (``graph`` / ``second_hop``, defaults ``RETRIEVER_GRAPH_PPR`` / ``_SECOND_HOP``) run
+after the first pass on backends that have the structure-and-entity graph (the embedded one,
+``rag_retriever.graph_retrieval``); ``timings_ms["graph"]`` is their time. Backends without it (OpenSearch,
+for now) ignore the flags and report ``timings_ms["graph_unavailable"] = 1``.
+
 With ``include_embeddings`` the response also carries the query's embedding and each passage's
 stored embedding (for the reranker), read by the backend together with the hits.
 """
@@ -11,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
 from rag_retriever.backends.base import AccessFilter, FusionSettings, Searcher
+from rag_retriever.graph_retrieval import GraphOptions
 from rag_retriever.locking import ReadWriteLock
+from rag_retriever.settings import RetrieverSettings
 
 
 def _elapsed_ms(start: float) -> float:
@@ -30,6 +38,19 @@ def validate_filters(filters: dict[str, str | list[str]]) -> dict[str, list[str]
     return {field: [value] if isinstance(value, str) else list(value) for field, value in filters.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class GraphDefaults:
+    """Whether a request that does not say runs the graph signals, and their parameters."""
+
+    ppr: bool = False
+    second_hop: bool = False
+    options: GraphOptions = field(default_factory=GraphOptions)
+
+    @classmethod
+    def of(cls, settings: RetrieverSettings) -> GraphDefaults:
+        return cls(settings.graph_ppr, settings.graph_second_hop, GraphOptions.of(settings))
+
+
 class SearchService:
     def __init__(
         self,
@@ -39,7 +60,9 @@ class SearchService:
         *,
         fusion: FusionSettings = FusionSettings(),
         default_top_k: int = 10,
+        graph: GraphDefaults = GraphDefaults(),
     ) -> None:
+        self._graph = graph
         self._backend = backend
         self._embedder = embedder
         self._lock = lock
@@ -82,7 +105,20 @@ class SearchService:
                 hits = await self._backend.search_hybrid(
                     request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors
                 )
-        timings["search"] = _elapsed_ms(step)
+            timings["search"] = _elapsed_ms(step)
+            ppr = self._graph.ppr if request.graph is None else request.graph
+            hop = self._graph.second_hop if request.second_hop is None else request.second_hop
+            if ppr or hop:
+                step = time.perf_counter()
+                graph_search = getattr(self._backend, "graph_search", None)
+                if graph_search is None:
+                    timings["graph_unavailable"] = 1.0
+                else:
+                    hits, _ = await graph_search(
+                        request.query, hits, top_k, filters, access,
+                        with_vectors=with_vectors, ppr=ppr, hop=hop, options=self._graph.options,
+                    )
+                    timings["graph"] = _elapsed_ms(step)
 
         query_embedding = None
         if with_vectors:

@@ -90,6 +90,90 @@ class RetrieverSettings(ServiceSettings):
         ),
     )
 
+    # ---- structure-and-entity graph (embedded backend; docs/retriever.md "Graph retrieval") ----
+    graph_ppr: bool = Field(
+        default=False,
+        description=(
+            "Re-score each search's hits with personalised PageRank over the sparse chunk-section-document-"
+            "entity graph, seeded by the query's entities and the first-pass top hits; it can also bring in "
+            "chunks the first pass missed. Costs a local PageRank per search (see graph_* below). Off by "
+            "default: on HotpotQA it did not measure better than hybrid (docs/evaluation.md). Default false."
+        ),
+    )
+    graph_second_hop: bool = Field(
+        default=False,
+        description=(
+            "Second hop: entities and titles in the first-pass top passages but not in the query become "
+            "bounded BM25 follow-up searches merged with the first pass (no LLM). Costs up to "
+            "graph_hop_entities extra BM25 searches per query (no extra embedding); pushes first-pass hits "
+            "down for passages about entities they name. Off by default: on multi-hop HotpotQA it raised "
+            "coverage@5 0.63 -> 0.82 (nDCG@10 +0.041), but on MTRAG-UN it lost nDCG@10 -0.058 and "
+            "Recall@5 -0.149 (CIs below 0); turn it on for multi-hop, entity-centric corpora "
+            "(docs/evaluation.md). Ignored by the opensearch backend (no graph there yet). Default false."
+        ),
+    )
+    graph_ppr_damping: float = Field(
+        default=0.5,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "Probability that the PageRank walk follows an edge rather than jumping back to a seed; higher "
+            "reaches further from the seeds (more bridge passages, more drift). Default 0.5 (HippoRAG's)."
+        ),
+    )
+    graph_ppr_weight: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "Weight of the (max-scaled) PageRank score in a hit's new score, the first-pass score having "
+            "1 - it; 0 keeps the first-pass order and only lets new chunks in below. Default 0.3."
+        ),
+    )
+    graph_seed_hits: int = Field(
+        default=5,
+        ge=0,
+        le=50,
+        description="First-pass top hits that seed PageRank (with the query's entities). More seeds give a "
+        "broader, flatter walk. Default 5.",
+    )
+    graph_entity_max_chunks: int = Field(
+        default=50,
+        ge=1,
+        description=(
+            "An entity in more chunks than this is a hub and is left out of walks and follow-ups (it would "
+            "link everything to everything and cost time at 100k chunks). Default 50."
+        ),
+    )
+    graph_hop_passages: int = Field(
+        default=3,
+        ge=1,
+        le=20,
+        description="First-pass top passages whose entities the second hop follows. Default 3.",
+    )
+    graph_hop_entities: int = Field(
+        default=4,
+        ge=1,
+        le=20,
+        description="Most follow-up searches per query (the bound on the second hop's cost). Default 4.",
+    )
+    graph_hop_k: int = Field(
+        default=3,
+        ge=1,
+        le=20,
+        description="Hits kept per follow-up search. Default 3.",
+    )
+    graph_hop_weight: float = Field(
+        default=0.9,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "A follow-up hit scores this times its parent passage's score times its own min-max-scaled BM25 "
+            "score (a hit already in the first pass keeps the larger of both); higher lets bridge passages "
+            "overtake more first-pass hits. Default 0.9."
+        ),
+    )
+
     @model_validator(mode="after")
     def overlap_below_chunk(self) -> RetrieverSettings:
         if self.chunk_overlap_tokens >= self.chunk_tokens:

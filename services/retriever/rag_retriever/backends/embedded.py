@@ -14,6 +14,13 @@ index's ``meta.json`` are replaced by rename: a kill -9 at any point leaves each
 before the write or as after it (``tests/retriever/test_retriever_crash_consistency.py`` kills a writer at each
 of those points and at random ones).
 
+The structure-and-entity graph (``rag_retriever.entity_graph``: chunk → section → document, chunk ↔
+entity) is a second derived index, handled exactly like the vector graph: updated right after the
+tantivy commit, saved by atomic rename (``graph.json``), reconciled with the stored chunks on open
+(re-extracted from their payloads where missing, dropped where tantivy no longer has them), and
+counted by ``consistency()``. ``graph_search`` runs the graph signals over it
+(``rag_retriever.graph_retrieval``).
+
 ``with_vectors`` reads a hit's vector from the same stored tantivy document as its payload (the
 exact float32 bytes upserted), not from hnswlib, whose cosine space keeps a re-normalised copy.
 
@@ -61,7 +68,9 @@ from rag_retriever.backends.base import (
     FusionSettings,
     IndexMismatchError,
 )
+from rag_retriever.entity_graph import GRAPH_FILE, EntityGraph
 from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
+from rag_retriever.graph_retrieval import GraphOptions, graph_search
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 
 logger = logging.getLogger(__name__)
@@ -139,10 +148,16 @@ class IndexConsistency:
     stale_in_graph: int
     #: Stored chunks beyond the first of each ``chunk_id``.
     duplicate_chunk_ids: int
+    #: Stored chunks the structure-and-entity graph lacks, and graph chunks with no stored chunk.
+    missing_from_entity_graph: int = 0
+    stale_in_entity_graph: int = 0
 
     @property
     def consistent(self) -> bool:
-        return not (self.missing_from_graph or self.stale_in_graph or self.duplicate_chunk_ids)
+        return not (
+            self.missing_from_graph or self.stale_in_graph or self.duplicate_chunk_ids
+            or self.missing_from_entity_graph or self.stale_in_entity_graph
+        )
 
 
 class EmbeddedIndex:
@@ -185,6 +200,10 @@ class EmbeddedIndex:
             raise RuntimeError(f"index at {self.index_dir} is locked (in use by another process?): {exc}") from exc
         self._analyzer = _query_analyzer()
         self._hnsw = self._open_graph()
+        loaded = EntityGraph.load(self.index_dir / GRAPH_FILE)
+        #: Rebuilt from the stored chunks when absent, unreadable or of another extractor version.
+        self._entity_graph_loaded = loaded is not None
+        self._entity_graph = loaded or EntityGraph()
         self._live = 0
         #: label -> (tenant, readers) of every live chunk: what the ANN filter reads.
         self._access_of: dict[int, tuple[str, frozenset[str]]] = {}
@@ -241,6 +260,7 @@ class EmbeddedIndex:
                 self._access_of.pop(label, None)
             for label, row in zip(labels, rows, strict=True):
                 self._access_of[label] = (chunks[row].tenant, frozenset(chunks[row].readers))
+            self._update_entity_graph(sorted(replaced), [(label, chunks[row]) for label, row in zip(labels, rows, strict=True)])
             self._update_graph(deleted=sorted(replaced), labels=labels, vectors=vectors[rows])
 
     def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
@@ -403,13 +423,65 @@ class EmbeddedIndex:
                 except RuntimeError:
                     continue  # marked deleted
                 in_graph.add(int(label))
+            in_entity_graph = self._entity_graph.labels()
             return IndexConsistency(
                 chunks=len(stored),
                 graph_vectors=len(in_graph),
                 missing_from_graph=len(set(stored) - in_graph),
                 stale_in_graph=len(in_graph - set(stored)),
                 duplicate_chunk_ids=sum(count - 1 for count in chunk_ids.values()),
+                missing_from_entity_graph=len(set(stored) - in_entity_graph),
+                stale_in_entity_graph=len(in_entity_graph - set(stored)),
             )
+
+    # ------------------------------------------------------------------ structure-and-entity graph
+
+    @property
+    def graph(self) -> EntityGraph:
+        return self._entity_graph
+
+    def chunks_by_labels(
+        self, labels: Collection[int], filters: Filters | None, access: AccessFilter | None, *, with_vectors: bool
+    ) -> dict[int, ScoredChunk]:
+        """The stored chunks of ``labels`` that pass ``filters`` and ``access`` (score 0)."""
+        if not labels:
+            return {}
+        query = Query.term_set_query(self._schema, "label", [int(label) for label in labels])
+        restriction = self._restricted(self._filter_query(filters), access)
+        if restriction is not None:
+            query = Query.boolean_query([(Occur.Must, query), (Occur.Must, restriction)])
+        with self._lock:
+            searcher = self._searcher()
+            addresses = self._all_hits(searcher, query)
+            if not addresses:
+                return {}
+            found = searcher.fast_field_values("label", addresses)
+            return {
+                int(label): self._scored(searcher.doc(address), 0.0, with_vectors)
+                for label, address in zip(found, addresses, strict=True)
+            }
+
+    def graph_search(
+        self, query: str, hits: list[ScoredChunk], k: int, filters: Filters | None, access: AccessFilter | None,
+        *, with_vectors: bool, ppr: bool, hop: bool, options: GraphOptions,
+    ) -> tuple[list[ScoredChunk], dict[str, Any]]:
+        """``hits`` re-scored and extended by the graph signals (``rag_retriever.graph_retrieval``)."""
+        with self._lock:
+            self._ensure_open()
+            return graph_search(self, query, hits, k, filters, access, with_vectors=with_vectors, ppr=ppr, hop=hop,
+                                options=options)
+
+    def _update_entity_graph(self, deleted: list[int], added: list[tuple[int, ChunkRecord]]) -> None:
+        """After a tantivy commit: its replaced labels leave the graph, its new chunks join; saved by
+        rename. A crash before the save is repaired on open (``_reconcile``)."""
+        try:
+            self._entity_graph.remove(deleted)
+            self._entity_graph.add_chunks(added)
+            self._entity_graph.save(self.index_dir / GRAPH_FILE, _write_atomically)
+        except Exception:
+            logger.exception("entity graph update failed; reconciling with the stored chunks")
+            self._reconcile()
+            raise
 
     def count(self) -> int:
         return self._searcher().num_docs
@@ -541,9 +613,24 @@ class EmbeddedIndex:
         labels = searcher.fast_field_values("label", addresses) if addresses else []
         stored = {int(label): address for label, address in zip(labels, addresses, strict=True)}
         self._access_of = {}
+        in_entity_graph = self._entity_graph.labels()
+        entity_graph_missing: list[tuple[int, ChunkRecord]] = []
         for label, address in stored.items():
             record = self._record(searcher, address)
             self._access_of[label] = (record.tenant, frozenset(record.readers))
+            if label not in in_entity_graph:
+                entity_graph_missing.append((label, record))
+        entity_graph_stale = in_entity_graph - stored.keys()
+        if entity_graph_missing or entity_graph_stale or not self._entity_graph_loaded:
+            if self._entity_graph_loaded and (entity_graph_missing or entity_graph_stale):
+                logger.warning(
+                    "entity graph in %s: adding %d chunks, dropping %d (reconciled with the stored chunks)",
+                    self.index_dir, len(entity_graph_missing), len(entity_graph_stale),
+                )
+            self._entity_graph.remove(entity_graph_stale)
+            self._entity_graph.add_chunks(entity_graph_missing)
+            self._entity_graph.save(self.index_dir / GRAPH_FILE, _write_atomically)
+            self._entity_graph_loaded = True
         in_graph = {int(label) for label in self._hnsw.get_ids_list()}
         changed = not (self.index_dir / HNSW_FILE).exists()
         for label in in_graph - stored.keys():
@@ -790,6 +877,15 @@ class EmbeddedBackend:
         if fusion.method == "rrf":
             return rrf_fusion(dense, bm25, k, fusion.rank_constant)
         return min_max_fusion(dense, bm25, k, fusion.dense_weight)
+
+    async def graph_search(
+        self, query: str, hits: list[ScoredChunk], k: int, filters: Filters | None, access: AccessFilter | None,
+        *, with_vectors: bool, ppr: bool, hop: bool, options: GraphOptions,
+    ) -> tuple[list[ScoredChunk], dict[str, Any]]:
+        return await asyncio.to_thread(
+            self.index.graph_search, query, hits, k, filters, access,
+            with_vectors=with_vectors, ppr=ppr, hop=hop, options=options,
+        )
 
     async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
         return await asyncio.to_thread(self.index.list_documents, tenant=tenant)

@@ -1,0 +1,209 @@
+"""Graph retrieval signals over the embedded index's structure-and-entity graph (``entity_graph.py``):
+what a search does after its first pass when ``graph`` / ``second_hop`` are on.
+
+1. **Second hop** (``hop``): the entities and titles of the first-pass top ``hop_passages`` passages
+   that are not the query's own entities (nor the passage's own title) become follow-up BM25
+   searches, at most ``hop_entities`` of them (titles of indexed documents first, then the other
+   entities, taken in turn from each passage), ``hop_k`` hits each. A follow-up hit scores
+   ``hop_weight × parent score × its BM25 score / the list's best``; a chunk found twice keeps its
+   best score. No LLM, bounded cost: at most ``hop_entities`` BM25 searches.
+2. **Personalised PageRank** (``ppr``): seeds are the top ``seed_hits`` passages so far (weighted by
+   their scores) and the query's entities (each the mean seed weight); the walk runs over the seeds'
+   neighbourhood in the graph (chunk–section–document–entity, hub entities above
+   ``entity_max_chunks`` left out, at most ``MAX_NODES`` nodes) with damping ``damping``. A chunk's
+   graph score is the mass the walk brought it (π minus its own restart mass), scaled by the best
+   chunk's; its new score is ``(1 − weight) × first-pass score + weight × graph score`` (the
+   first-pass score scaled by the best hit's), and chunks the walk reached that the first pass missed
+   enter with their graph share only.
+
+Access and filters hold for everything added: follow-up searches are ordinary BM25 searches with the
+caller's ``AccessFilter`` and filters, and chunks the walk reached are read back through a tantivy
+query restricted the same way (an unreadable chunk is never returned, whatever the graph links).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rag_retriever.entities import query_entities
+from rag_retriever.pagerank import personalised_pagerank
+from rag_retriever.records import ScoredChunk
+
+if TYPE_CHECKING:
+    from rag_retriever.backends.base import AccessFilter, Filters
+    from rag_retriever.backends.embedded import EmbeddedIndex
+    from rag_retriever.settings import RetrieverSettings
+
+#: Largest neighbourhood the walk runs over (a bound on its cost at any index size).
+MAX_NODES = 20_000
+#: Hops from the seeds the neighbourhood reaches: chunk → entity → document → section → chunk.
+RADIUS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class GraphOptions:
+    damping: float = 0.5
+    weight: float = 0.3
+    seed_hits: int = 5
+    entity_max_chunks: int = 50
+    hop_passages: int = 3
+    hop_entities: int = 4
+    hop_k: int = 3
+    hop_weight: float = 0.9
+
+    @classmethod
+    def of(cls, settings: RetrieverSettings) -> GraphOptions:
+        return cls(
+            damping=settings.graph_ppr_damping,
+            weight=settings.graph_ppr_weight,
+            seed_hits=settings.graph_seed_hits,
+            entity_max_chunks=settings.graph_entity_max_chunks,
+            hop_passages=settings.graph_hop_passages,
+            hop_entities=settings.graph_hop_entities,
+            hop_k=settings.graph_hop_k,
+            hop_weight=settings.graph_hop_weight,
+        )
+
+
+def graph_search(
+    index: EmbeddedIndex,
+    query: str,
+    hits: Sequence[ScoredChunk],
+    k: int,
+    filters: Filters | None,
+    access: AccessFilter | None,
+    *,
+    with_vectors: bool,
+    ppr: bool,
+    hop: bool,
+    options: GraphOptions,
+) -> tuple[list[ScoredChunk], dict[str, Any]]:
+    """``hits`` (a first pass, best first) re-scored and extended by the enabled signals; the best
+    ``k``. Returns them with facts for the response's timings (entities found, hops searched)."""
+    info: dict[str, Any] = {}
+    if not hits or not (ppr or hop):
+        return list(hits[:k]), info
+    graph = index.graph
+    top = max(hit.score for hit in hits)
+    scored: dict[str, ScoredChunk] = {}
+    for rank, hit in enumerate(hits):
+        score = hit.score / top if top > 0 else 1.0 / (1 + rank)
+        scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector)
+    cap = options.entity_max_chunks
+    asked = {name for name in query_entities(query, graph.is_entity) if 0 < graph.entity_degree(name) <= cap}
+    info["query_entities"] = len(asked)
+
+    if hop:
+        follow = _follow_ups(index, list(scored.values())[: options.hop_passages], asked, options)
+        info["hops"] = len(follow)
+        for name, parent_score in follow:
+            found = index.search_bm25(name, options.hop_k, filters, access=access, with_vectors=with_vectors)
+            best = max((hit.score for hit in found), default=0.0)
+            for hit in found:
+                score = options.hop_weight * parent_score * (hit.score / best if best > 0 else 0.0)
+                known = scored.get(hit.chunk.chunk_id)
+                if known is None or known.score < score:
+                    scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector if known is None else known.vector)
+
+    if ppr:
+        ranked = sorted(scored.values(), key=lambda hit: (-hit.score, hit.chunk.chunk_id))
+        walk = _walk(index, ranked[: options.seed_hits], asked, options)
+        info["walk_nodes"] = walk.pop(-1, 0)
+        if walk:
+            best_walk = max(walk.values())
+            new_labels = [label for label in sorted(walk, key=walk.get, reverse=True)
+                          if graph.nodes[label].chunk_id not in scored][:k]
+            for label, hit in index.chunks_by_labels(new_labels, filters, access, with_vectors=with_vectors).items():
+                scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, 0.0, hit.vector)
+            for chunk_id, hit in list(scored.items()):
+                label = graph.label_of.get(chunk_id)
+                share = walk.get(label, 0.0) / best_walk if best_walk > 0 and label is not None else 0.0
+                scored[chunk_id] = ScoredChunk(
+                    hit.chunk, (1.0 - options.weight) * hit.score + options.weight * share, hit.vector
+                )
+    ranked = sorted(scored.values(), key=lambda hit: (-hit.score, hit.chunk.chunk_id))
+    return ranked[:k], info
+
+
+def _follow_ups(
+    index: EmbeddedIndex, top: Sequence[ScoredChunk], asked: set[str], options: GraphOptions
+) -> list[tuple[str, float]]:
+    """(entity, parent score) pairs of the second hop: per top passage its not-asked entities, titles of
+    indexed documents first; then taken in turn from each passage up to ``hop_entities``."""
+    graph = index.graph
+    per_passage: list[list[tuple[str, float]]] = []
+    for hit in top:
+        label = graph.label_of.get(hit.chunk.chunk_id)
+        node = graph.nodes.get(label) if label is not None else None
+        if node is None:
+            continue
+        names = [
+            name for name in node.entities
+            if name not in asked and name != node.title_entity and 0 < graph.entity_degree(name) <= options.entity_max_chunks
+        ]
+        titles = [name for name in names if name in graph.entity_documents]
+        others = [name for name in names if name not in graph.entity_documents]
+        per_passage.append([(name, hit.score) for name in [*titles, *others]])
+    chosen: dict[str, float] = {}
+    depth = 0
+    while len(chosen) < options.hop_entities and any(depth < len(names) for names in per_passage):
+        for names in per_passage:
+            if depth < len(names) and len(chosen) < options.hop_entities:
+                name, score = names[depth]
+                chosen.setdefault(name, score)
+        depth += 1
+    return list(chosen.items())
+
+
+def _walk(index: EmbeddedIndex, seeds: Sequence[ScoredChunk], asked: set[str], options: GraphOptions) -> dict[int, float]:
+    """label → the walk's mass at that chunk beyond its own restart mass; key -1 holds the node count."""
+    graph = index.graph
+    seed_weights: dict[str, float] = {}
+    for hit in seeds:
+        label = graph.label_of.get(hit.chunk.chunk_id)
+        if label is not None:
+            seed_weights[f"c:{label}"] = max(hit.score, 1e-6)
+    if asked:
+        share = (sum(seed_weights.values()) / len(seed_weights)) if seed_weights else 1.0
+        for name in asked:
+            seed_weights[f"e:{name}"] = share
+    if not seed_weights:
+        return {}
+    ids: dict[str, int] = {}
+    edges: set[tuple[int, int]] = set()
+    frontier = list(seed_weights)
+    for node in frontier:
+        ids.setdefault(node, len(ids))
+    for _ in range(RADIUS):
+        following: list[str] = []
+        for node in frontier:
+            if node.startswith("e:") and graph.entity_degree(node[2:]) > options.entity_max_chunks:
+                continue  # a hub: reached, not walked through
+            for neighbour in graph.neighbours(node):
+                if neighbour.startswith("e:") and graph.entity_degree(neighbour[2:]) > options.entity_max_chunks:
+                    continue
+                if neighbour not in ids:
+                    if len(ids) >= MAX_NODES:
+                        continue
+                    ids[neighbour] = len(ids)
+                    following.append(neighbour)
+                a, b = ids[node], ids[neighbour]
+                edges.add((a, b) if a < b else (b, a))
+        frontier = following
+        if not frontier:
+            break
+    seeds_by_id = {ids[node]: weight for node, weight in seed_weights.items()}
+    pi = personalised_pagerank(len(ids), sorted(edges), seeds_by_id, options.damping)
+    total = sum(seeds_by_id.values())
+    restart = np.zeros(len(ids))
+    for node_id, weight in seeds_by_id.items():
+        restart[node_id] = (1.0 - options.damping) * weight / total
+    mass = pi - restart
+    walk = {int(node[2:]): float(mass[node_id]) for node, node_id in ids.items() if node.startswith("c:")}
+    walk = {label: value for label, value in walk.items() if value > 0 and label in graph.nodes}
+    walk[-1] = len(ids)
+    return walk
