@@ -2,7 +2,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos clean web dashboards
+.PHONY: setup run test test-fast test-opensearch bench chaos ingest-chaos fuzz clean web dashboards
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -66,6 +66,11 @@ chaos: setup
 # (docs/reliability.md); INGEST_CHAOS_ARGS adds options, e.g. INGEST_CHAOS_ARGS="--docs 1000 --kills 5".
 ingest-chaos: setup
 	$(PY) bench/ingest_chaos.py $(INGEST_CHAOS_ARGS)
+
+# schemathesis against the five services' OpenAPI documents, at least 1,000 generated cases per API
+# (docs/reliability.md); FUZZ_ARGS adds options, e.g. FUZZ_ARGS="--cases 5000 --services gateway".
+fuzz: setup
+	$(PY) bench/fuzz.py $(FUZZ_ARGS)
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".
