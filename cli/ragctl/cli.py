@@ -163,7 +163,8 @@ def up(
 @app.command("eval")
 def eval_command(
     dataset: list[str] = typer.Option(
-        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un or all; repeat or comma-separate"
+        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un or all, or a folder in BEIR layout "
+        "(corpus.jsonl, queries.jsonl, qrels/test.tsv); repeat or comma-separate"
     ),
     run: list[str] | None = typer.Option(
         None, "--run", "-r", help="A pipeline spec, e.g. hybrid+diffusion+gmmr:0.7 (repeatable; see docs/evaluation.md)"

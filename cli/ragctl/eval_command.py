@@ -20,8 +20,14 @@ DATASETS = ("vaswani", "hotpotqa", "clapnq", "mtrag-un")
 
 
 def parse_datasets(values: Sequence[str]) -> list[str]:
+    """Built-in names (``all`` = the four), and folders in BEIR layout (a path: kept as given)."""
+    from rag_eval.datasets.folder import is_dataset_folder
+
     names: list[str] = []
     for value in values:
+        if is_dataset_folder(value):
+            names.append(value)
+            continue
         for name in value.split(","):
             name = name.strip().lower()
             if not name:
@@ -31,7 +37,10 @@ def parse_datasets(values: Sequence[str]) -> list[str]:
             elif name in DATASETS or name == "mtrag":
                 names.append("mtrag-un" if name == "mtrag" else name)
             else:
-                raise ValueError(f"unknown dataset {name!r}; use {', '.join(DATASETS)} or all")
+                raise ValueError(
+                    f"unknown dataset {name!r}; use {', '.join(DATASETS)}, all, or the path of a folder in BEIR "
+                    "layout (corpus.jsonl, queries.jsonl, qrels/test.tsv; docs/evaluation.md)"
+                )
     return list(dict.fromkeys(names))
 
 
@@ -122,5 +131,5 @@ def run_eval(
             result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation))
             if not result.skipped:
                 done += 1
-                echo(f"{name}: reports in {reports / name}")
+                echo(f"{result.dataset}: reports in {reports / result.dataset}")
     return done
