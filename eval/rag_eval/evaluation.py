@@ -105,7 +105,7 @@ def ablation_configs(
     main += [RunConfig(mode=mode, stages=(StageConfig("diffusion"),), **common) for mode in MODES]
     sweep = [
         RunConfig(mode=mode, stages=(StageConfig("gmmr", lam, relevance),),
-                  tags={"sweep": "lambda", "relevance": relevance or "default"}, **common)
+                  tags={"sweep": "lambda", "relevance": relevance or "default"}, share_search=True, **common)
         for relevance in SWEEP_RELEVANCES
         for mode in MODES
         for lam in options.lambdas
