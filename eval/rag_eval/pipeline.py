@@ -7,7 +7,7 @@ hands their parts to :class:`Pipeline`.
 
 - :func:`open_retriever` opens the retriever's runtime over an embedded index of a dataset's corpus
   under a cache folder, building it only when needed; the folder name carries a fingerprint of the
-  corpus, the embedder and the chunking settings, so a changed corpus or setting gets a fresh index
+  corpus, the embedder, the chunking settings and the embedding template, so a changed corpus or setting gets a fresh index
   and an unchanged one is not ingested again (a run that is resumed does not pay the ingestion twice).
 - :class:`Pipeline` answers one query for one :class:`~rag_eval.runs.RunConfig` and returns a
   JSON-able record: the ranking (document ids), per-stage latency, what each rerank stage did, and
@@ -77,7 +77,10 @@ def _ms(started: float) -> float:
 
 def corpus_fingerprint(dataset: Dataset, embedder: Embedder, settings: RetrieverSettings) -> str:
     digest = hashlib.sha256()
-    digest.update(json.dumps([embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]).encode())
+    parts: list[object] = [embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]
+    if settings.embed_template != "{text}":  # text-only keeps the fingerprints (cached indexes) from before
+        parts.append(settings.embed_template)
+    digest.update(json.dumps(parts).encode())
     for document in dataset.corpus.values():
         digest.update(b"\x00".join([document.id.encode(), document.title.encode(), document.text.encode()]))
         digest.update(b"\x01")

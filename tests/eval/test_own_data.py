@@ -133,3 +133,11 @@ def test_eval_end_to_end_on_the_example_folder(tmp_path: Path) -> None:
         if record["query_id"] in ("q1", "q5"):
             assert record["ranking"][0] == {"q1": "d1", "q5": "d11"}[record["query_id"]]
     assert "runs vs dense" in result.output and "[" in result.output  # the comparison table with CIs
+    # Summaries of separate evaluations compare with paired CIs (here two runs of this one).
+    compared = CliRunner().invoke(app, ["eval-compare", str(out / "dense.json"), str(out / "hybrid.json"),
+                                        "-m", "ndcg@10", "--resamples", "200"])
+    assert compared.exit_code == 0, compared.output
+    assert "| reports/dense | 6 |" in compared.output and "(baseline)" in compared.output
+    assert "| reports/hybrid | 6 |" in compared.output
+    bad = CliRunner().invoke(app, ["eval-compare", str(out / "dense.json"), str(out / "hybrid.json"), "-m", "nope@3"])
+    assert bad.exit_code == 2 and "unknown metric" in bad.output
