@@ -74,6 +74,8 @@ fuzz: setup
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".
+# DATASET picks one dataset, or your own folder in BEIR layout: make eval DATASET=path/to/folder
+DATASET ?= all
 .PHONY: eval
 eval: setup
-	$(PY) -m ragctl.cli eval --ablation --dataset all $(EVAL_ARGS)
+	$(PY) -m ragctl.cli eval --ablation --dataset "$(DATASET)" $(EVAL_ARGS)

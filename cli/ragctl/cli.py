@@ -163,7 +163,8 @@ def up(
 @app.command("eval")
 def eval_command(
     dataset: list[str] = typer.Option(
-        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un or all; repeat or comma-separate"
+        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un or all, or a folder in BEIR layout "
+        "(corpus.jsonl, queries.jsonl, qrels/test.tsv); repeat or comma-separate"
     ),
     run: list[str] | None = typer.Option(
         None, "--run", "-r", help="A pipeline spec, e.g. hybrid+diffusion+gmmr:0.7 (repeatable; see docs/evaluation.md)"
@@ -205,6 +206,23 @@ def eval_command(
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc
     raise typer.Exit(0 if done else 1)
+
+
+@app.command("eval-compare")
+def eval_compare_command(
+    summaries: list[Path] = typer.Argument(..., help="Run summaries <reports>/<dataset>/<run>.json; the first is the baseline"),
+    metric: list[str] | None = typer.Option(None, "--metric", "-m", help="e.g. ndcg@10 (repeatable); default the dataset's headline"),
+    resamples: int = typer.Option(2000, min=100, help="Bootstrap resamples of the 95% CIs"),
+    seed: int = typer.Option(0, help="Seed of the bootstrap"),
+) -> None:
+    """Paired bootstrap CIs between runs of separate evaluations (e.g. one setting changed between two --reports)."""
+    from ragctl.eval_command import compare_summaries
+
+    try:
+        typer.echo(compare_summaries(summaries, metrics=metric or (), resamples=resamples, seed=seed))
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
 
 
 keys_app = typer.Typer(no_args_is_help=True, help="API keys of the gateway (stored hashed in its Redis)")

@@ -20,8 +20,14 @@ DATASETS = ("vaswani", "hotpotqa", "clapnq", "mtrag-un")
 
 
 def parse_datasets(values: Sequence[str]) -> list[str]:
+    """Built-in names (``all`` = the four), and folders in BEIR layout (a path: kept as given)."""
+    from rag_eval.datasets.folder import is_dataset_folder
+
     names: list[str] = []
     for value in values:
+        if is_dataset_folder(value):
+            names.append(value)
+            continue
         for name in value.split(","):
             name = name.strip().lower()
             if not name:
@@ -31,7 +37,10 @@ def parse_datasets(values: Sequence[str]) -> list[str]:
             elif name in DATASETS or name == "mtrag":
                 names.append("mtrag-un" if name == "mtrag" else name)
             else:
-                raise ValueError(f"unknown dataset {name!r}; use {', '.join(DATASETS)} or all")
+                raise ValueError(
+                    f"unknown dataset {name!r}; use {', '.join(DATASETS)}, all, or the path of a folder in BEIR "
+                    "layout (corpus.jsonl, queries.jsonl, qrels/test.tsv; docs/evaluation.md)"
+                )
     return list(dict.fromkeys(names))
 
 
@@ -122,5 +131,43 @@ def run_eval(
             result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation))
             if not result.skipped:
                 done += 1
-                echo(f"{name}: reports in {reports / name}")
+                echo(f"{result.dataset}: reports in {reports / result.dataset}")
     return done
+
+
+def compare_summaries(
+    paths: Sequence[Path], *, metrics: Sequence[str] = (), resamples: int = 2000, seed: int = 0
+) -> str:
+    """Paired bootstrap comparison of run summaries (``<reports>/<dataset>/<run>.json``) written by
+    separate evaluations — e.g. the same run under two ``RETRIEVER_*`` settings, in two ``--reports``
+    folders — on the queries they share; the first is the baseline. Rows are named
+    ``<reports folder>/<run>``. Returns the Markdown table."""
+    import json
+
+    from rag_eval.report import comparison_table, headline
+
+    if len(paths) < 2:
+        raise ValueError("compare needs at least two summaries (the first is the baseline)")
+    summaries: dict[str, dict] = {}
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise ValueError(f"missing summary {path}")
+        summary = json.loads(path.read_text())
+        if "per_query" not in summary:
+            raise ValueError(f"{path} is not a run summary (no per_query)")
+        name = f"{path.parent.parent.name}/{summary['run']}"
+        if name in summaries:
+            name = str(path)
+        summaries[name] = summary
+    datasets = {summary["dataset"] for summary in summaries.values()}
+    if len(datasets) != 1:
+        raise ValueError(f"summaries of different datasets: {sorted(datasets)}")
+    baseline = next(iter(summaries))
+    available = list(summaries[baseline]["metrics"])
+    chosen = list(metrics) or headline(datasets.pop(), available)
+    unknown = [spec for spec in chosen if spec not in available]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; e.g. {', '.join(available[:6])}")
+    table, _ = comparison_table(summaries, baseline, chosen, resamples=resamples, seed=seed)
+    return table

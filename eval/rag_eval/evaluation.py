@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_eval.datasets import DatasetNotFound, load_dataset
+from rag_eval.datasets import DatasetNotFound, is_dataset_folder, load_dataset
 from rag_eval.datasets.types import Dataset, Query
 from rag_eval.metrics import DEFAULT_KS, METRICS
 from rag_eval.report import comparison_table, headline, pretty, vs_retriever_table
@@ -105,7 +105,7 @@ def ablation_configs(
     main += [RunConfig(mode=mode, stages=(StageConfig("diffusion"),), **common) for mode in MODES]
     sweep = [
         RunConfig(mode=mode, stages=(StageConfig("gmmr", lam, relevance),),
-                  tags={"sweep": "lambda", "relevance": relevance or "default"}, **common)
+                  tags={"sweep": "lambda", "relevance": relevance or "default"}, share_search=True, **common)
         for relevance in SWEEP_RELEVANCES
         for mode in MODES
         for lam in options.lambdas
@@ -154,7 +154,8 @@ class Evaluator:
     def load(self, name: str) -> tuple[Dataset, list[Query], bool]:
         dataset = load_dataset(name, root=self.options.root)
         dataset.check()
-        dataset.name = name
+        if not is_dataset_folder(name):  # a folder keeps its own name (the folder's)
+            dataset.name = name
         llm = self.options.llm_settings is not None
         # Without the LLM only ranking metrics exist, and they need gold: drop queries without.
         queries = select_queries(dataset, self.options.limit, seed=self.options.seed, require_gold=not llm)
@@ -214,10 +215,11 @@ class Evaluator:
         result = DatasetResult(dataset=name)
         try:
             dataset, queries, subset = self.load(name)
-        except DatasetNotFound as exc:
+        except DatasetNotFound as exc:  # a built-in dataset not on this machine (a folder's errors raise)
             result.skipped = str(exc)
             self.echo(f"{name}: skipped, {exc}")
             return result
+        name = result.dataset = dataset.name
         configs = [parse_run(spec, candidates=self.options.candidates, top_k=self.options.top_k) for spec in runs]
         need_llm = any(config.uses_llm for config in configs) or (ablation and self.options.llm_settings is not None)
         if need_llm and self.options.llm_settings is None:

@@ -7,13 +7,15 @@ hands their parts to :class:`Pipeline`.
 
 - :func:`open_retriever` opens the retriever's runtime over an embedded index of a dataset's corpus
   under a cache folder, building it only when needed; the folder name carries a fingerprint of the
-  corpus, the embedder and the chunking settings, so a changed corpus or setting gets a fresh index
+  corpus, the embedder, the chunking settings and the embedding template, so a changed corpus or setting gets a fresh index
   and an unchanged one is not ingested again (a run that is resumed does not pay the ingestion twice).
 - :class:`Pipeline` answers one query for one :class:`~rag_eval.runs.RunConfig` and returns a
   JSON-able record: the ranking (document ids), per-stage latency, what each rerank stage did, and
-  with ``llm`` the answer, its cited documents and whether it abstained. Searches are cached per
-  query, so the many pipelines of an ablation share one search per retrieval mode (their latency is
-  the one measured search). A dataset conversation reaches the refiner and the generator cut as the
+  with ``llm`` the answer, its cited documents and whether it abstained. Every run makes and times
+  its own search, so each run's latency is its own; only a run marked ``share_search`` (the λ sweep
+  of an ablation) may take the search another run of the same query made, and then its record says
+  ``search_reused`` and carries no ``retrieve`` and no ``total`` latency (its rerank time is its
+  own). A dataset conversation reaches the refiner and the generator cut as the
   gateway cuts it (``rag_common.history.cut_history`` with ``GatewaySettings().history_window()``).
 
 Importing this module imports the services (the retriever and the reranker, and so torch).
@@ -75,7 +77,10 @@ def _ms(started: float) -> float:
 
 def corpus_fingerprint(dataset: Dataset, embedder: Embedder, settings: RetrieverSettings) -> str:
     digest = hashlib.sha256()
-    digest.update(json.dumps([embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]).encode())
+    parts: list[object] = [embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]
+    if settings.embed_template != "{text}":  # text-only keeps the fingerprints (cached indexes) from before
+        parts.append(settings.embed_template)
+    digest.update(json.dumps(parts).encode())
     for document in dataset.corpus.values():
         digest.update(b"\x00".join([document.id.encode(), document.title.encode(), document.text.encode()]))
         digest.update(b"\x01")
@@ -206,12 +211,14 @@ class Pipeline:
         self._refined.clear()
 
     async def _search(self, config: RunConfig, text: str) -> tuple[_Search, bool]:
-        """The search for ``config``; ``True`` when it is served from the cache."""
+        """The search for ``config``; ``True`` when it is another run's search, reused (only for a run
+        that allows it, ``config.share_search``). Any other run searches, and is timed, itself."""
         with_vectors = config.needs_embeddings
         key = (config.mode, config.fusion, text, config.candidates, config.graph, config.hop)
-        cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
-        if cached is not None:
-            return cached, True
+        if config.share_search:
+            cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
+            if cached is not None:
+                return cached, True
         # The graph switches are explicit (a run names them or not), never the retriever's defaults.
         request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors,
                                 graph=config.graph, second_hop=config.hop)
@@ -253,16 +260,16 @@ class Pipeline:
             record["refine"] = refine_info
         record["search_query"] = text
 
-        search, cached = await self._search(config, text)
-        retrieve_ms, embed_ms = search.ms, search.embed_ms
-        if cached and config.mode == "bm25" and not config.needs_embeddings and search.vectors is not None:
-            # That search embedded the query only to hand its vector to the reranker: not this run's cost.
-            retrieve_ms, embed_ms = max(0.0, retrieve_ms - embed_ms), 0.0
-        latency["retrieve"] = retrieve_ms
-        if embed_ms:
-            latency["retrieve.embed"] = embed_ms
-        if search.graph_ms:
-            latency["retrieve.graph"] = search.graph_ms
+        search, reused = await self._search(config, text)
+        if reused:
+            # Another run's search: its time is that run's, not this one's (left out of this latency).
+            record["search_reused"] = True
+        else:
+            latency["retrieve"] = search.ms
+            if search.embed_ms:
+                latency["retrieve.embed"] = search.embed_ms
+            if search.graph_ms:
+                latency["retrieve.graph"] = search.graph_ms
 
         if config.reranks:
             final, stage_info, rerank_latency = await self._rerank(config, text, search)
@@ -274,7 +281,8 @@ class Pipeline:
 
         if config.llm:
             record.update(await self._generate(text, final, query, latency))
-        latency["total"] = round(sum(v for k, v in latency.items() if "." not in k), 3)
+        if not reused:  # a total without the search would not be this pipeline's time
+            latency["total"] = round(sum(v for k, v in latency.items() if "." not in k), 3)
         record["latency_ms"] = latency
         return record
 

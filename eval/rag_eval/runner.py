@@ -264,6 +264,8 @@ def summarize(
         "metrics": {spec: round(value, 4) for spec, value in result.means.items()},
         "per_query": {qid: {spec: round(v, 6) for spec, v in values.items()} for qid, values in result.per_query.items()},
         "latency_ms": latency_summary(records.values()),
+        #: Queries whose search was another run's (``share_search``): not in this run's latency.
+        "searches_reused": sum(1 for record in records.values() if record.get("search_reused")),
         "stage_status": {name: dict(counts) for name, counts in stage_status.items()},
     }
     if lambdas:

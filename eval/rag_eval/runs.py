@@ -127,6 +127,10 @@ class RunConfig:
     label: str = ""
     #: Free-form tags (e.g. ``{"sweep": "lambda"}``); not part of the name.
     tags: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: May take the search another run of the same query already made (the ablation's λ sweep): that
+    #: query's record is then marked ``search_reused`` and has no ``retrieve``/``total`` latency. Off
+    #: for every named run and the ablation's rows, which all search (and are timed) themselves.
+    share_search: bool = field(default=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -179,6 +183,7 @@ class RunConfig:
             graph=changes.pop("graph", self.graph),
             hop=changes.pop("hop", self.hop),
             tags=changes.pop("tags", dict(self.tags)),
+            share_search=changes.pop("share_search", self.share_search),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +199,7 @@ class RunConfig:
             "graph": self.graph,
             "hop": self.hop,
             "tags": dict(self.tags),
+            "share_search": self.share_search,
         }
 
 

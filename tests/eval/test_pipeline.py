@@ -7,6 +7,7 @@ with its vector).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -126,14 +127,14 @@ async def reranker(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RerankServi
 QUERY = Query(id="q", text="what?", history=(Turn("user", "first question"), Turn("agent", "first answer")))
 
 
-async def test_runs_share_searches_and_account_latency(reranker: RerankService) -> None:
+async def test_each_run_searches_itself_and_sweeps_share(reranker: RerankService) -> None:
     retriever = FakeRetriever()
     pipeline = Pipeline(retriever, reranker)
     gmmr = await pipeline.run(parse_run("bm25+gmmr:1", top_k=6), QUERY)
     plain = await pipeline.run(parse_run("bm25", top_k=6), QUERY)
-    # One search (with vectors) served both runs.
-    assert len(retriever.service.requests) == 1 and retriever.service.requests[0].include_embeddings
-    # The plain bm25 run does not pay the query embedding it did not need.
+    # Each run made its own search (timed on its own); only the gMMR one asked for vectors.
+    assert [r.include_embeddings for r in retriever.service.requests] == [True, False]
+    assert "search_reused" not in gmmr and "search_reused" not in plain
     assert "retrieve.embed" not in plain["latency_ms"]
     assert gmmr["latency_ms"]["retrieve.embed"] == 7.0
     assert plain["ranking"] == ["d0", "d1", "d2"]  # chunks c0..c5 → documents in first-seen order
@@ -142,11 +143,16 @@ async def test_runs_share_searches_and_account_latency(reranker: RerankService) 
     assert gmmr["stages"] == {"gmmr": "ran", "gmmr_lambda": 1.0, "gmmr_relevance": "cosine"}
     assert set(gmmr["latency_ms"]) >= {"retrieve", "rerank", "rerank.gmmr", "total"}
     assert gmmr["latency_ms"]["total"] == pytest.approx(gmmr["latency_ms"]["retrieve"] + gmmr["latency_ms"]["rerank"])
-    # A run without vectors first, then one that needs them: a second search.
+    # A run that may share (the λ sweep) takes the cached search with vectors, and says so.
+    shared = await pipeline.run(dataclasses.replace(parse_run("bm25+gmmr:0.5", top_k=6), share_search=True), QUERY)
+    assert len(retriever.service.requests) == 2 and shared["search_reused"] is True
+    assert set(shared["latency_ms"]) == {"rerank", "rerank.gmmr"}
+    # Nothing cached with vectors for dense: a sharing run needing them searches itself.
     pipeline.clear_cache()
     await pipeline.run(parse_run("dense", top_k=6), QUERY)
-    await pipeline.run(parse_run("dense+diffusion", top_k=6), QUERY)
-    assert [r.include_embeddings for r in retriever.service.requests[1:]] == [False, True]
+    alone = await pipeline.run(dataclasses.replace(parse_run("dense+diffusion", top_k=6), share_search=True), QUERY)
+    assert [r.include_embeddings for r in retriever.service.requests[2:]] == [False, True]
+    assert "search_reused" not in alone
 
 
 class SpyReranker:

@@ -4,6 +4,7 @@ them) and qrels ``{query_id: {doc_id: grade}}``.
 
     from rag_eval.datasets import load_dataset
     dataset = load_dataset("vaswani")          # root: $RAG_DATASETS_DIR, or pass root=...
+    dataset = load_dataset("path/to/my-beir-folder")   # your own data (rag_eval.datasets.folder)
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from rag_eval.datasets.folder import DatasetFormatError, is_dataset_folder, load_folder
 from rag_eval.datasets.formats import read_qrels, read_trec_documents, read_trec_topics
 from rag_eval.datasets.loaders import (
     clapnq_passage_id,
@@ -32,7 +34,10 @@ LOADERS: dict[str, Callable[[str | Path | None], Dataset]] = {
 
 
 def load_dataset(name: str, root: str | Path | None = None) -> Dataset:
-    """Load a named dataset (``vaswani``, ``hotpotqa``, ``clapnq``, ``mtrag-un``) from ``root``."""
+    """Load a named dataset (``vaswani``, ``hotpotqa``, ``clapnq``, ``mtrag-un``) from ``root``, or a
+    folder in BEIR layout (:func:`load_folder`) when ``name`` is a path."""
+    if is_dataset_folder(name):
+        return load_folder(name)
     key = name.lower().replace("_", "-")
     if key == "mtrag":
         key = "mtrag-un"
@@ -46,6 +51,7 @@ __all__ = [
     "LOADERS",
     "Corpus",
     "Dataset",
+    "DatasetFormatError",
     "DatasetNotFound",
     "Document",
     "Qrels",
@@ -53,8 +59,10 @@ __all__ = [
     "Turn",
     "clapnq_passage_id",
     "datasets_dir",
+    "is_dataset_folder",
     "load_clapnq",
     "load_dataset",
+    "load_folder",
     "load_generic",
     "load_hotpotqa",
     "load_mtrag_un",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag_common.sentences import sentence_spans
+from rag_retriever.embed_template import TEXT_ONLY, EmbedTemplate
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument
 from rag_retriever.tables import Block, split_tables
 
@@ -118,7 +119,10 @@ def markdown_sections(text: str) -> list[Section]:
 
 
 class Chunker:
-    def __init__(self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40) -> None:
+    def __init__(
+        self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40,
+        embed_template: str = TEXT_ONLY,
+    ) -> None:
         limit = tokenizer.max_tokens - SPECIAL_TOKENS
         if not 0 < chunk_tokens <= limit:
             raise ValueError(
@@ -132,9 +136,23 @@ class Chunker:
         self._tokenizer = tokenizer
         self.chunk_tokens = chunk_tokens
         self.chunk_overlap_tokens = chunk_overlap_tokens
+        #: What the embedder sees of each chunk (``rag_retriever.embed_template``).
+        self.embed_template = EmbedTemplate(embed_template)
+
+    def embed_text(self, text: str, title: str, section_path: tuple[str, ...] | list[str]) -> str:
+        """The string embedded for a chunk: the template rendered, its context cut to fit the model."""
+        limit = self._tokenizer.max_tokens - SPECIAL_TOKENS
+
+        def cut(context: str, keep: int) -> str:
+            offsets = self._tokenizer.offsets(context)
+            return context if len(offsets) <= keep else context[: offsets[keep - 1][1]]
+
+        return self.embed_template.render(
+            text, title, section_path, fits=lambda candidate: self._tokenizer.count(candidate) <= limit, cut=cut
+        )
 
     def chunk_document(self, document: SourceDocument) -> list[ChunkRecord]:
-        fingerprint = document.fingerprint()
+        fingerprint = document.fingerprint(self.embed_template.template)
         digest = document.content_hash
         records: list[ChunkRecord] = []
         tables = 0
@@ -148,9 +166,12 @@ class Chunker:
                 texts = self.split_text(piece.block.text)
             for text in texts:
                 index = len(records)
+                embedded = self.embed_text(text, document.title, piece.path)
                 records.append(
                     ChunkRecord(
-                        chunk_id=chunk_id(document.doc_id, index, text, document.tenant),
+                        # Over what is embedded: a chunk whose title or headings (in the template) change
+                        # gets a new id, so its stored vector is not reused. Text-only: the text's id.
+                        chunk_id=chunk_id(document.doc_id, index, embedded, document.tenant),
                         doc_id=document.doc_id,
                         text=text,
                         chunk_index=index,
@@ -164,6 +185,7 @@ class Chunker:
                         content_hash=digest,
                         tenant=document.tenant,
                         readers=list(document.readers),
+                        embed_text=None if embedded == text else embedded,
                     )
                 )
         return records

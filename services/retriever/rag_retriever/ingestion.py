@@ -213,7 +213,8 @@ class Ingestor:
         for doc_id in sorted(reusable):
             stored.update(await self._backend.document_vectors(doc_id, tenant=tenant))
         missing = [row for row, chunk in enumerate(chunks) if chunk.chunk_id not in stored]
-        embedded = await self._embed([chunks[row].text for row in missing])
+        # What the embedder sees: the chunker's rendering of RETRIEVER_EMBED_TEMPLATE (else the text).
+        embedded = await self._embed([chunks[row].embed_text or chunks[row].text for row in missing])
         vectors = np.empty((len(chunks), self._embedder.dim), dtype=np.float32)
         for row, chunk in enumerate(chunks):
             if chunk.chunk_id in stored:

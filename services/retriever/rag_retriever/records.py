@@ -81,6 +81,9 @@ class ChunkRecord:
     content_hash: str | None = None
     tenant: str = DEFAULT_TENANT
     readers: list[str] = field(default_factory=lambda: [EVERYONE])
+    #: What is embedded when it is not ``text`` (``RETRIEVER_EMBED_TEMPLATE``): set by the chunker for
+    #: the ingestor, not stored (the chunk id covers it).
+    embed_text: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def content_type(self) -> str | None:
@@ -173,14 +176,19 @@ class SourceDocument:
             return "pages"
         return "markdown" if self.content_type in MARKDOWN_LAYOUT else "plain"
 
-    def fingerprint(self) -> str:
+    def fingerprint(self, embed_template: str = "{text}") -> str:
         """Hash of the document-level fields; the text is covered by the chunk ids. The content hash
         is one of them, so chunks indexed before it existed are rewritten (with it) on re-ingest. So are
         the readers (only when not everyone, so fingerprints from before ACLs stay valid): an ACL
-        change rewrites the chunks, with their stored vectors (``Ingestor``), nothing re-embedded."""
+        change rewrites the chunks, with their stored vectors (``Ingestor``), nothing re-embedded. So is
+        the embedding template (``RETRIEVER_EMBED_TEMPLATE``; only when not text-only, so text-only
+        fingerprints from before it existed stay valid): re-ingesting under another template rewrites
+        the document, re-embedding the chunks whose embedded string changed."""
         fields: dict[str, Any] = {
             "title": self.title, "source": self.source, "metadata": self.metadata, "content_hash": self.content_hash,
         }
+        if embed_template != "{text}":
+            fields["embed_template"] = embed_template
         if self.readers != [EVERYONE]:
             fields["readers"] = sorted(self.readers)
         return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -107,7 +107,9 @@ async def open_runtime(
     backend = await open_backend(settings, dim=model.dim, model_id=model.model_id)
     try:
         lock = ReadWriteLock()
-        chunker = Chunker(EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens)
+        chunker = Chunker(
+            EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens, settings.embed_template
+        )
         yield RetrieverRuntime(
             settings=settings,
             embedder=model,

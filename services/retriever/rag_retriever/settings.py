@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.schemas import MAX_SEARCH_TOP_K
@@ -34,6 +34,14 @@ class RetrieverSettings(ServiceSettings):
     )
     chunk_overlap_tokens: int = Field(
         default=40, ge=0, description="Whole trailing sentences of up to this many tokens repeated in the next chunk. Default 40."
+    )
+    embed_template: str = Field(
+        default="{title}\n{section_path}\n{text}",
+        description="What the embedder sees of a chunk, at ingestion and any re-embedding: {title} (the "
+        "document's), {section_path} (headings above the chunk, joined by ' > ') and {text} (the chunk, exactly "
+        "once); lines that render empty are dropped, context is cut to fit max_seq_length. '{text}' = text only. "
+        "Part of each document's fingerprint: re-ingesting under another template rewrites it. "
+        "Default '{title}\\n{section_path}\\n{text}' (docs/retriever.md, 'What the embedder sees').",
     )
     max_upload_mb: float = Field(default=20.0, gt=0, description="Largest accepted uploaded file, MiB. Default 20.")
     max_upload_files: int = Field(
@@ -173,6 +181,14 @@ class RetrieverSettings(ServiceSettings):
             "overtake more first-pass hits. Default 0.9."
         ),
     )
+
+    @field_validator("embed_template")
+    @classmethod
+    def valid_embed_template(cls, value: str) -> str:
+        from rag_retriever.embed_template import validate
+
+        # An environment variable cannot easily hold a newline: a literal \n means one.
+        return validate(value.replace("\\n", "\n"))
 
     @model_validator(mode="after")
     def overlap_below_chunk(self) -> RetrieverSettings:

@@ -1,13 +1,23 @@
-"""Any sentence-transformers bi-encoder, loaded from a local path or the offline HF cache."""
+"""Any sentence-transformers bi-encoder, loaded from a local path or the offline HF cache.
+
+Counting tokens (``count_tokens``, the chunker's budget) is not embedding: whole documents are
+counted without the tokenizer's "Token indices sequence length is longer than the specified maximum"
+warning, which is about feeding such a sequence to the model. What the model really truncates is
+reported where it happens: ``encode_documents`` logs a warning (``rag_common.embedders``) naming how
+many of its texts exceed ``max_seq_length`` and were cut.
+"""
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from rag_common.embedders.models import resolve_model_path
+
+logger = logging.getLogger("rag_common.embedders")
 
 
 class SentenceTransformerEmbedder:
@@ -61,10 +71,36 @@ class SentenceTransformerEmbedder:
         return self._encode([self._query_prefix + t for t in texts])
 
     def encode_documents(self, texts: list[str]) -> np.ndarray:
-        return self._encode([self._document_prefix + t for t in texts])
+        prefixed = [self._document_prefix + t for t in texts]
+        self.warn_truncation(prefixed)
+        return self._encode(prefixed)
+
+    def input_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens the model would get for each text, special tokens included, before truncation."""
+        if not texts:
+            return []
+        encoded = self.model.tokenizer(texts, add_special_tokens=True, truncation=False, verbose=False)
+        return [len(ids) for ids in encoded["input_ids"]]
+
+    def warn_truncation(self, texts: list[str]) -> int:
+        """Log (warning) how many of ``texts`` the model will cut at ``max_seq_length``; returns that number."""
+        if not texts:
+            return 0
+        limit = self.model.max_seq_length
+        # A token covers at least one character: shorter texts cannot exceed the limit (no tokenizing).
+        lengths = self.input_tokens([t for t in texts if len(t) > limit - 2])
+        over = [n for n in lengths if n > limit]
+        if over:
+            logger.warning(
+                "%d of %d texts exceed the embedder's max_seq_length (%d tokens; longest %d) and are truncated "
+                "for embedding: the cut part is not in their vectors", len(over), len(texts), limit, max(over),
+            )
+        return len(over)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.model.tokenizer(text, add_special_tokens=False)["input_ids"])
+        """Tokens of ``text`` without special tokens, however long (whole documents are counted to chunk
+        them; nothing is truncated here, so the tokenizer's over-length warning is not emitted)."""
+        return len(self.model.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
 
     @property
     def path(self) -> Path:
