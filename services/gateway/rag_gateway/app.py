@@ -51,6 +51,8 @@ from rag_gateway.web_ui import AuthConfig, StaticFiles, auth_config, security_he
 ChunkId = Annotated[str, StringConstraints(min_length=1, max_length=2048)]
 #: Redis list indices are 64-bit; no conversation keeps anywhere near this many turns.
 MAX_TURN_INDEX = 2**31 - 1
+#: One event of the OpenAI stream: a data-only Server-Sent Event (a chunk's JSON, or `[DONE]`).
+_DATA_ONLY_EVENT = {"type": "object", "properties": {"data": {"type": "string"}}, "required": ["data"]}
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 #: In the OpenAPI document as the `HTTPBearer` scheme; the header is read by the Authenticator, which
 #: tells API keys from OIDC tokens and words the 401s.
@@ -171,7 +173,10 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             200: {
                 "description": "A `chat.completion` object, or with `stream: true` `chat.completion.chunk` "
                 "objects as data-only Server-Sent Events ending with `data: [DONE]`",
-                "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"schema": {"type": "string"}}},
+                # `itemSchema` (OpenAPI 3.2, as FastAPI documents its own SSE routes) describes one event;
+                # a `schema` there would describe each event as a bare string, which no event is
+                # (found by `make fuzz`: tests/gateway/test_openai_compat.py keeps it true).
+                "content": {"application/json": {"schema": {"type": "object"}}, "text/event-stream": {"itemSchema": _DATA_ONLY_EVENT}},
             },
             **_CALLER_ERRORS,
             **error_responses(503, 504),
