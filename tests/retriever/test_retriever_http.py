@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from rag_common.schemas import DocumentIn
 from rag_retriever.app import create_app
+from rag_retriever.embed_template import EmbedTemplate
 from rag_retriever.settings import RetrieverSettings
 
 UPLOAD_LIMIT_MB = 0.01  # 10 KiB, so the size check is cheap to exercise
@@ -90,8 +91,13 @@ def test_search_with_include_embeddings_returns_unit_vectors(client, corpus_docu
         assert np.linalg.norm(embedding) == pytest.approx(1.0, abs=1e-5)
         # Full float32 precision on the wire: every value is a float32 exactly, none rounded.
         assert np.array_equal(embedding.astype(np.float32).astype(np.float64), embedding)
-        # It is the stored embedding of this passage's own text.
-        np.testing.assert_allclose(embedding, embedder.encode_documents([passage["text"]])[0], rtol=0, atol=1e-5)
+        # It is the stored embedding of what the embedder saw of this passage: its own text in the
+        # default template (title and section path first; RETRIEVER_EMBED_TEMPLATE).
+        seen = EmbedTemplate(RetrieverSettings().embed_template).render(
+            passage["text"], passage["title"], passage["section_path"]
+        )
+        assert passage["text"] in seen
+        np.testing.assert_allclose(embedding, embedder.encode_documents([seen])[0], rtol=0, atol=1e-5)
         if mode == "dense":
             # Dense score = (1 + cosine) / 2, and both vectors are unit length: cosine = dot product.
             assert passage["score"] == pytest.approx((1.0 + float(embedding @ query_embedding)) / 2.0, abs=1e-5)
