@@ -26,20 +26,11 @@ from ragctl.ingest_client import IngestOptions, ingest
 
 pytestmark = pytest.mark.e2e
 
-playwright_api = pytest.importorskip("playwright.async_api")
+pytest.importorskip("playwright.async_api")
+from browser import launched_chromium  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-CHROMIUM = os.environ.get("RAG_CHROMIUM", "/usr/bin/chromium")
-#: Debian's Chromium, headless, with nothing that reaches out of the machine (its network is closed).
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DEMO_QUESTION = "Where are conversations stored?"
 #: The screenshots are always taken; they replace the README's (docs/) only when asked to, so that a
 #: test run leaves the checkout as it found it: WEB_UI_SCREENSHOTS=1 pytest tests/e2e/test_web_ui.py
@@ -73,12 +64,8 @@ async def web(authenticated_stack, redis_url: str) -> AsyncIterator[dict[str, st
 
 @pytest.fixture(scope="module")
 async def browser() -> AsyncIterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)")
-    async with playwright_api.async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    async with launched_chromium() as launched:
         yield launched
-        await launched.close()
 
 
 class Page:

@@ -13,7 +13,6 @@ import hashlib
 import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from urllib.parse import urlencode
 
 import jwt
@@ -28,11 +27,9 @@ from ragctl.in_process import serve_in_thread
 
 from .support import gateway_settings
 
-playwright_api = pytest.importorskip("playwright.async_api")
+pytest.importorskip("playwright.async_api")
+from browser import launched_chromium  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 ISSUER = "https://idp.example"
 
 
@@ -91,12 +88,8 @@ def oidc_gateway(redis_url: str, fake_services) -> Iterator[tuple[str, list[dict
 
 @pytest.fixture
 async def browser() -> AsyncIterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)")
-    async with playwright_api.async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    async with launched_chromium() as launched:
         yield launched
-        await launched.close()
 
 
 async def test_sign_in_with_the_oidc_provider_then_chat(oidc_gateway, browser) -> None:

@@ -19,11 +19,10 @@ file and line of the malformed record, so ``ragctl eval -d PATH`` can say exactl
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from rag_eval.datasets.formats import read_qrels
+from rag_eval.datasets.formats import DatasetFormatError, read_jsonl_lines, read_qrels
 from rag_eval.datasets.types import Corpus, Dataset, Document, Query, Qrels
 
 #: Single-file qrels names accepted next to corpus.jsonl (in this order) when there is no qrels/ folder.
@@ -35,10 +34,6 @@ LAYOUT_HINT = (
     "expected corpus.jsonl ({\"_id\", \"title\"?, \"text\"}), queries.jsonl ({\"_id\", \"text\"}) and "
     "qrels/test.tsv (query-id, corpus-id, score) or qrels.tsv / qrels.txt / qrels.trec; see docs/evaluation.md"
 )
-
-
-class DatasetFormatError(ValueError):
-    """A dataset folder that cannot be read; the message names the file (and line)."""
 
 
 def is_dataset_folder(value: str | Path) -> bool:
@@ -72,17 +67,7 @@ def qrels_path(folder: Path, split: str = DEFAULT_SPLIT) -> Path:
 def _records(path: Path) -> Any:
     if not path.is_file():
         raise DatasetFormatError(f"missing {path}; {LAYOUT_HINT}")
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetFormatError(f"{path}:{line_number}: invalid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise DatasetFormatError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
-            yield line_number, record
+    yield from read_jsonl_lines(path)
 
 
 def _field(record: dict[str, Any], names: tuple[str, ...], where: str, *, required: bool = True) -> str:

@@ -75,7 +75,13 @@ def read_qrels(path: Path) -> Qrels:
     return qrels
 
 
-def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+class DatasetFormatError(ValueError):
+    """A dataset file that cannot be read; the message names the file (and line)."""
+
+
+def read_jsonl_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each JSON object of a JSON-lines file with its line number; blank lines skipped. A line that is
+    not a JSON object is a :class:`DatasetFormatError` naming ``file:line``."""
     with path.open(encoding="utf-8") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -83,7 +89,11 @@ def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_number}: invalid JSON: {exc}") from exc
+                raise DatasetFormatError(f"{path}:{line_number}: invalid JSON ({exc.msg})") from None
             if not isinstance(record, dict):
-                raise ValueError(f"{path}:{line_number}: expected a JSON object")
-            yield record
+                raise DatasetFormatError(f"{path}:{line_number}: expected a JSON object, got {type(record).__name__}")
+            yield line_number, record
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    return (record for _, record in read_jsonl_lines(path))
