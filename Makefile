@@ -70,7 +70,7 @@ ingest-chaos: setup
 # schemathesis against the five services' OpenAPI documents, at least 1,000 generated cases per API
 # (docs/reliability.md); FUZZ_ARGS adds options, e.g. FUZZ_ARGS="--cases 5000 --services gateway".
 fuzz: setup
-	$(PY) bench/fuzz.py $(FUZZ_ARGS)
+	$(PY) bench/openapi_fuzz.py $(FUZZ_ARGS)
 
 # Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
 # Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".

@@ -1,5 +1,5 @@
-"""The counting of ``make fuzz`` (bench/fuzz.py): schemathesis, run by the same command line as the
-benchmark, against a small real API with two known defects (a route that answers 500, a route whose
+"""The counting of ``make fuzz`` (bench/openapi_fuzz.py): schemathesis, run by the same command line
+as the benchmark, against a small real API with two known defects (a route that answers 500, a route whose
 body contradicts its documented schema) and one correct route; the report must find exactly those.
 The benchmark itself fuzzes the five services for many minutes and is not run here."""
 
@@ -24,7 +24,7 @@ from ragctl.fuzzing import schemathesis_command
 from ragctl.stack import free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from fuzz import count_operations, summarize_report  # noqa: E402
+from openapi_fuzz import count_operations, summarize_report  # noqa: E402
 
 
 class Count(BaseModel):

@@ -1,5 +1,5 @@
 """The schemathesis command line that fuzzes one service's OpenAPI document, shared by the seeded run
-in ``make test`` (tests/fuzz/test_openapi_fuzz.py) and ``make fuzz`` (bench/fuzz.py).
+in ``make test`` (tests/fuzz/test_openapi_fuzz.py) and ``make fuzz`` (bench/openapi_fuzz.py).
 
 Every phase (examples, coverage, fuzzing) and every check; what is checked off, and why, is in
 ``schemathesis.toml`` next to this file.

@@ -2,7 +2,7 @@
 fuzzing phases, every check) against the real services, failing on any 5xx, any status, header or
 body the document does not declare, any schema-valid request refused and any schema-violating one
 accepted. What may be checked off, and why, is in ``cli/ragctl/schemathesis.toml``, shared with
-``make fuzz`` (bench/fuzz.py), which runs thousands of cases per API.
+``make fuzz`` (bench/openapi_fuzz.py), which runs thousands of cases per API.
 
 Issue 12 found the drift this guards against: undocumented 400/404s, a body the document did not
 declare, JSON errors on a stream route declared as text/event-stream, ``0`` taken for ``false``,

@@ -20,7 +20,7 @@ goal 0), failures by kind (schema violations, a response the document does not d
 every other check too), seconds; and the machine load. JSON in ``bench-results/fuzz.json`` with schemathesis's own JSON report per API
 (``bench-results/fuzz-<service>.json``); exit status 1 if a goal was missed.
 
-    .venv/bin/python bench/fuzz.py [--cases 1000] [--seed 20261125] [--services gateway,retriever]
+    .venv/bin/python bench/openapi_fuzz.py [--cases 1000] [--seed 20261125] [--services gateway,retriever]
         [--mode extractive] [--out bench-results/fuzz.json]
 """
 
