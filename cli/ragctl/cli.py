@@ -140,6 +140,7 @@ def up(
             "-d '{\"message\": \"Where are conversations stored?\"}'",
             soft_wrap=True,
         )
+        console.print(f"or open {gateway}/ in a browser and sign in with the API key (docs/web-ui.md)")
         console.print("\nA process that exits is restarted (ragctl/supervisor.py); Ctrl-C stops everything.")
         stop = threading.Event()
         # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored.
