@@ -11,6 +11,7 @@ run: setup
 	$(PY) -m ragctl.cli up
 
 test: setup
+	@bash scripts/ensure_chromium.sh
 	$(PY) -m pytest -q
 
 test-fast: setup

@@ -1,5 +1,6 @@
-"""Debian's Chromium driven by Playwright, for the web UI's browser tests (Playwright's own browser
-download cannot work on these machines; `.ci/run` installs the `chromium` package when missing)."""
+"""Debian's Chromium driven by Playwright, for the web UI's browser tests. Playwright's own browser
+download cannot work on these machines; `make test` installs the `chromium` package when it is
+missing (scripts/ensure_chromium.sh)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ async def launched_chromium() -> AsyncIterator[object]:
     """A Playwright ``Browser`` on Debian's Chromium; the test fails, naming what to install, without it."""
     playwright_api = pytest.importorskip("playwright.async_api")
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; .ci/run does)")
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium; make test does)")
     async with playwright_api.async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
