@@ -133,3 +133,51 @@ def test_a_killed_writer_leaves_every_document_whole_and_the_graph_in_step(tmp_p
     # Every forced kill lands inside a write; the test would prove little if none did.
     assert in_flight_rounds >= len(FORCED)
     assert state, "the writers wrote nothing"
+
+
+def test_a_commit_after_a_writer_died_mid_commit_keeps_its_deletes(tmp_path: Path) -> None:
+    """Regression: found by the test above, 2 runs in about 30. A writer killed after it wrote a
+    commit's delete file (``<segment>.<opstamp>.del``, registered in tantivy's managed.json) but before
+    tantivy's ``meta.json`` was swapped leaves that file behind; the next writer reuses the opstamps,
+    so its commit wanted the same file name: the write failed (FileAlreadyExists), or a later garbage
+    collection took the new file for the dead one's and the acknowledged delete was undone. The kill
+    is made exact here: the commit is left whole on disk, then tantivy's ``meta.json`` is put back."""
+    import numpy as np
+
+    from rag_retriever.records import ChunkRecord
+
+    def chunk(doc_id: str, version: str, n: int) -> ChunkRecord:
+        return ChunkRecord(chunk_id=f"{doc_id}-{version}-{n}", doc_id=doc_id, text=f"{doc_id} {version} part {n}",
+                           chunk_index=n, title=doc_id, source=f"{doc_id}.txt")
+
+    def vectors(n: int, seed: int) -> np.ndarray:
+        v = np.random.default_rng(seed).normal(size=(n, DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    index_dir = tmp_path / "index"
+    tantivy_meta = index_dir / "tantivy" / "meta.json"
+    index = EmbeddedIndex(index_dir, DIM)
+    index.replace_documents(["a", "b"], [chunk("a", "v1", 0), chunk("a", "v1", 1), chunk("b", "v1", 0)],
+                            vectors(3, 1), tenant=TENANT)
+    index.close()
+    committed = tantivy_meta.read_bytes()
+    index = EmbeddedIndex(index_dir, DIM)
+    index.replace_documents(["a"], [chunk("a", "v2", 0)], vectors(1, 2), tenant=TENANT)
+    index.close()
+    tantivy_meta.write_bytes(committed)  # the v2 commit's files are on disk, its meta.json is not
+    assert list((index_dir / "tantivy").glob("*.del")), "the dead commit's delete file is the point"
+
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        assert index.document_chunk_ids("a", tenant=TENANT) == {"a-v1-0", "a-v1-1"}  # v2 never happened
+        assert index.consistency().consistent, index.consistency()  # nor in the vector graph
+        index.replace_documents(["a"], [chunk("a", "v3", 0)], vectors(1, 3), tenant=TENANT)
+    finally:
+        index.close()
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        assert index.document_chunk_ids("a", tenant=TENANT) == {"a-v3-0"}
+        assert index.document_chunk_ids("b", tenant=TENANT) == {"b-v1-0"}
+        assert index.consistency().consistent, index.consistency()
+    finally:
+        index.close()

@@ -198,6 +198,13 @@ class EmbeddedIndex:
             self._writer = self._index.writer(heap_size=_WRITER_HEAP_BYTES, num_threads=1)
         except ValueError as exc:
             raise RuntimeError(f"index at {self.index_dir} is locked (in use by another process?): {exc}") from exc
+        # A writer killed between writing a commit's files and swapping tantivy's meta.json leaves those
+        # files behind, and the next commit reuses its opstamps, so it names its delete file
+        # `<segment>.<opstamp>.del` exactly as the dead one did: the write fails (FileAlreadyExists), or
+        # a later garbage collection takes the new file for the leftover and the acknowledged deletes
+        # are undone. Collecting now, before any commit of ours, removes the leftovers first
+        # (tests/retriever/test_retriever_crash_consistency.py, the stale-delete-file test).
+        self._writer.garbage_collect_files()
         self._analyzer = _query_analyzer()
         self._hnsw = self._open_graph()
         loaded = EntityGraph.load(self.index_dir / GRAPH_FILE)
@@ -639,6 +646,11 @@ class EmbeddedIndex:
                 changed = True
             except RuntimeError:
                 pass  # already deleted
+        # A stored chunk whose vector the graph holds but marks deleted (the graph saw a delete that
+        # tantivy does not have) is live again: unmark it; its label names the same vector forever.
+        for label in self._marked_deleted(sorted(stored.keys() & in_graph)):
+            self._hnsw.unmark_deleted(label)
+            changed = True
         missing = sorted(stored.keys() - in_graph)
         if missing:
             logger.warning("re-adding %d vectors missing from the graph in %s", len(missing), self.index_dir)
@@ -652,6 +664,21 @@ class EmbeddedIndex:
         self._next_label = max([self._next_label, *(label + 1 for label in stored), *(label + 1 for label in in_graph)])
         if changed:
             self._save_graph()
+
+    def _marked_deleted(self, labels: list[int]) -> list[int]:
+        """Those of ``labels`` (all in the graph) that the graph marks deleted."""
+        try:
+            self._hnsw.get_items(labels)
+            return []  # the usual case: one call for all
+        except RuntimeError:
+            pass
+        deleted = []
+        for label in labels:
+            try:
+                self._hnsw.get_items([label])
+            except RuntimeError:
+                deleted.append(label)
+        return deleted
 
     def _update_graph(self, deleted: list[int], labels: list[int], vectors: np.ndarray) -> None:
         try:
