@@ -423,13 +423,8 @@ class EmbeddedIndex:
             addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
             stored = [int(label) for label in searcher.fast_field_values("label", addresses)] if addresses else []
             chunk_ids = Counter(self._record(searcher, address).chunk_id for address in addresses)
-            in_graph = set()
-            for label in self._hnsw.get_ids_list():
-                try:
-                    self._hnsw.get_items([int(label)])
-                except RuntimeError:
-                    continue  # marked deleted
-                in_graph.add(int(label))
+            labels = [int(label) for label in self._hnsw.get_ids_list()]
+            in_graph = set(labels) - set(self._marked_deleted(labels))
             in_entity_graph = self._entity_graph.labels()
             return IndexConsistency(
                 chunks=len(stored),
