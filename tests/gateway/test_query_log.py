@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from rag_common.identity import Identity
 from rag_common.schemas import FeedbackRequest
+from rag_common.telemetry import trace_id_of_current_span
 from rag_gateway.app import create_app
 from rag_gateway.chat_service import ConversationNotFound, TurnNotFound
 from rag_gateway.query_log import (
@@ -26,7 +27,6 @@ from rag_gateway.query_log import (
     JsonlFileSink,
     QueryLogWriter,
     RecordFilter,
-    current_trace_id,
     read_records,
     select,
     user_hash,
@@ -263,10 +263,10 @@ async def test_the_file_is_rotated_and_read_back_oldest_first(tmp_path: Path) ->
 
 def test_the_trace_id_comes_from_the_current_opentelemetry_span() -> None:
     trace = pytest.importorskip("opentelemetry.trace")
-    assert current_trace_id() is None
+    assert trace_id_of_current_span() is None
     context = trace.SpanContext(trace_id=0x0AF7651916CD43DD8448EB211C80319C, span_id=0xB7AD6B7169203331, is_remote=False)
     with trace.use_span(trace.NonRecordingSpan(context)):
-        assert current_trace_id() == "0af7651916cd43dd8448eb211c80319c"
+        assert trace_id_of_current_span() == "0af7651916cd43dd8448eb211c80319c"
 
 
 # --------------------------------------------------------------------------- ragctl logs

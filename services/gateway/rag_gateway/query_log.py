@@ -37,11 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag_common.identity import Identity
 from rag_common.schemas import Feedback, Turn
+from rag_common.telemetry import trace_id_of_current_span
 
-try:  # the tracing work adds the SDK; the API alone is enough to read the current span
-    from opentelemetry import trace as _otel_trace
-except ImportError:  # pragma: no cover - depends on the environment
-    _otel_trace = None
 
 logger = logging.getLogger(__name__)
 
@@ -107,15 +104,6 @@ def user_hash(identity: Identity, salt: str) -> str:
     return hmac.new(salt.encode(), identity.owner_key.encode(), hashlib.sha256).hexdigest()[:16]
 
 
-def current_trace_id() -> str | None:
-    """The trace id of the current OpenTelemetry span, 32 hex digits; None when the API is not
-    installed or nothing is being traced."""
-    if _otel_trace is None:
-        return None
-    context = _otel_trace.get_current_span().get_span_context()
-    return format(context.trace_id, "032x") if context.is_valid else None
-
-
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -145,7 +133,7 @@ def turn_record(
         endpoint=endpoint,
         tenant=identity.tenant,
         user_hash=user_hash(identity, salt),
-        trace_id=current_trace_id(),
+        trace_id=trace_id_of_current_span(),
         question=state["message"],
         refined_query=refined.query,
         intent=refined.intent,
@@ -185,7 +173,7 @@ def feedback_record(
         endpoint="feedback",
         tenant=identity.tenant,
         user_hash=user_hash(identity, salt),
-        trace_id=current_trace_id(),
+        trace_id=trace_id_of_current_span(),
         question=turn.message,
         refined_query=turn.refined_query,
         intent=turn.intent,
