@@ -315,6 +315,39 @@ def calibrate_command(
     typer.echo(json.dumps(summary, indent=2))
 
 
+@app.command("train-fusion")
+def train_fusion_command(
+    dataset: list[str] = typer.Option(
+        ["hotpotqa", "clapnq", "mtrag-un", "vaswani"], "--dataset", "-d", help="Training datasets (repeatable; pooled)"
+    ),
+    out: Path = typer.Option(
+        REPO_ROOT / "services/retriever/rag_retriever/data/fusion_model.json",
+        "--out",
+        help="Where the parameters are written (RETRIEVER_FUSION_MODEL reads them)",
+    ),
+    folds: int = typer.Option(5, min=2, help="Folds by question of the held-out evaluation"),
+    seed: int = typer.Option(0, help="Seed of the query sample, the folds and the bootstrap"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="A fixed random sample of this many queries per dataset"),
+    hard_negatives: int = typer.Option(10, min=1, help="Non-relevant candidates per question: of the first pass, and of the graph's additions"),
+    drop: list[str] | None = typer.Option(None, "--drop", help="Leave a feature group out of the model (repeatable): "
+                                          "dense, bm25, hybrid, hop, ppr, entity, section"),
+    ablate: bool = typer.Option(True, "--ablation/--no-ablation", help="Also the drop-one-feature-group ablation"),
+    reports: Path = typer.Option(REPO_ROOT / "reports", "--reports", help="Report folder (fusion_training.{json,md})"),
+) -> None:
+    """Train learned fusion on the datasets; report it held out (k-fold by question, leave one dataset out)."""
+    from ragctl.train_fusion_command import run_training
+
+    try:
+        report = run_training(dataset, out, folds=folds, seed=seed, limit=limit, hard_negatives=hard_negatives,
+                              drop_groups=drop or [], report_dir=reports, index_cache=reports / ".index",
+                              ablate=ablate)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    typer.echo((reports / "fusion_training.md").read_text())
+    typer.echo(f"written {report['written']} in {report['seconds']} s")
+
+
 @app.command("logs")
 def logs_command(
     path: Path = typer.Option(

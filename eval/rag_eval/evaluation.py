@@ -83,6 +83,8 @@ class EvalOptions:
     judge_repeats: int = 0
     #: Answers judged per run (the first ones logged), to bound the judge's LLM calls.
     judge_limit: int = 20
+    #: Folds (by question) of the cross-fitted ``hybrid:learned`` runs.
+    fusion_folds: int = 5
 
 
 @dataclass
@@ -205,6 +207,8 @@ class Evaluator:
         def context(config: RunConfig) -> str:
             # Each run's own depth (the ``default`` run keeps the served one whatever --candidates says).
             base = f"{index_part};candidates={config.candidates};top_k={config.top_k}"
+            if config.cross_fitted:
+                base += f";fusion_folds={self.options.fusion_folds};seed={self.options.seed}"
             return f"{base};llm={model}" if config.uses_llm else base
 
         return context
@@ -285,6 +289,9 @@ class Evaluator:
         self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any],
         configs: Sequence[RunConfig], report_dir: Path, result: DatasetResult, extra: dict[str, Any],
     ) -> None:
+        fitted = [config for config in configs if config.cross_fitted]
+        if fitted:
+            await self._cross_fit(dataset, queries, pipeline, fitted[0].candidates)
         summaries = await self._execute(dataset, queries, pipeline, index, configs, report_dir, extra,
                                         label=f"{dataset.name}: runs")
         result.summaries.update(summaries)
@@ -296,6 +303,27 @@ class Evaluator:
         if self.options.plots:
             result.files += self._plots(summaries, report_dir, prefix="runs_", title=dataset.name)
         self.echo(f"\n{dataset.name}: runs vs {baseline}\n\n{table}\n")
+
+    async def _cross_fit(self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, depth: int) -> None:
+        """Learned fusion held out: the queries' candidates and features, one model per fold (k-fold by
+        question within the dataset, ``rag_eval.fusion_training``), and each question's search service
+        with the model of the folds it is not in."""
+        from rag_eval.fusion_training import extract, held_out_models
+        from rag_retriever.backends.base import FusionSettings
+
+        retriever = pipeline.retriever
+        examples = await extract(retriever.search_services["min_max"], dataset, queries, depth,
+                                 progress=self.options.progress)
+        models = held_out_models(examples, "within", folds=self.options.fusion_folds, seed=self.options.seed)
+        first_pass = FusionSettings(method="min_max", dense_weight=retriever.settings.hybrid_dense_weight)
+        services: dict[int, Any] = {}
+        for query in queries:
+            model = models[f"{dataset.name}/{query.id}"]
+            if id(model) not in services:
+                services[id(model)] = retriever.runtime.search_with(first_pass, learned=model)
+            pipeline.held_out_search[query.text] = services[id(model)]
+        self.echo(f"{dataset.name}: learned fusion cross-fitted, {len(services)} folds by question "
+                  f"(each question ranked by a model trained without it)")
 
     async def _ablation(
         self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any], reranker: RerankerRuntime,

@@ -74,6 +74,9 @@ class Retriever:
         self.search_services: dict[str, SearchService] = {
             fusion: runtime.search_with(FusionSettings(method=fusion, dense_weight=weight)) for fusion in FUSIONS
         }
+        if runtime.settings.hybrid_normalization == "learned":
+            # The served learned fusion (its model loaded by the runtime), for the ``default`` run.
+            self.search_services["learned"] = runtime.search
 
     @property
     def settings(self) -> RetrieverSettings:

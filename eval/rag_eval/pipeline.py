@@ -57,6 +57,7 @@ from rag_generator.answer_generator import AnswerGenerator
 from rag_generator.settings import GeneratorSettings
 from rag_refiner.query_refiner import QueryRefiner
 from rag_reranker.rerank_service import RerankService
+from rag_retriever.search_service import SearchService
 from rag_retriever.settings import RetrieverSettings
 
 logger = logging.getLogger(__name__)
@@ -199,6 +200,9 @@ class Pipeline:
         self.generator_settings = generator_settings or GeneratorSettings()
         self.history_window = history_window or GatewaySettings().history_window()
         self._cache: dict[tuple[str, str, str, int, bool, bool, bool], _Search] = {}
+        #: Search text → the search service whose learned fusion model never saw that question (set by
+        #: the evaluation before a cross-fitted ``hybrid:learned`` run, ``rag_eval.fusion_training``).
+        self.held_out_search: dict[str, SearchService] = {}
         self._refined: dict[str, tuple[str, dict[str, str | bool], float]] = {}
 
     def history(self, query: Query) -> list[HistoryTurn]:
@@ -223,7 +227,15 @@ class Pipeline:
         request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors,
                                 graph=config.graph, second_hop=config.hop)
         started = time.perf_counter()
-        response: SearchResponse = await self.retriever.search_services[config.fusion].search(request, EVAL_ACCESS)
+        if config.cross_fitted:
+            if text not in self.held_out_search:
+                raise StageNotAvailable(f"no cross-fitted fusion model for the question {text[:60]!r}")
+            service = self.held_out_search[text]
+        elif config.fusion not in self.retriever.search_services:
+            raise StageNotAvailable(f"fusion {config.fusion} is not served here (RETRIEVER_HYBRID_NORMALIZATION)")
+        else:
+            service = self.retriever.search_services[config.fusion]
+        response: SearchResponse = await service.search(request, EVAL_ACCESS)
         ms = _ms(started)
         vectors = None
         passages = response.passages

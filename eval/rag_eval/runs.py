@@ -8,6 +8,8 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
     hybrid+gmmr:0.7:scores        … gMMR whose relevance term is the hybrid score, not the cosine
     hybrid+diffusion+gmmr:adaptive   … gMMR with the λ an LLM picks per query
     hybrid:rrf+cross_encoder      hybrid with RRF fusion, then the cross-encoder (``ce`` also works)
+    hybrid:learned                learned fusion, each question ranked by a model trained without it
+                                  (k-fold by question within the dataset, fitted inside the evaluation)
     hybrid+refiner+llm            multi-turn: the refiner rewrites the question (LLM), and the
                                   generator answers from the final passages (LLM)
 
@@ -24,7 +26,7 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
 generates answers.
 
 Tokens: a mode (``bm25``, ``dense``, ``hybrid`` or ``hybrid:<fusion>`` with fusion ``min_max``
-(default) or ``rrf``), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
+(default), ``rrf`` or ``learned``), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
 ``diffusion:<alpha>``, ``gmmr``, ``gmmr:<λ>``, ``gmmr:adaptive``), and the flags ``refiner`` and
 ``llm``. The spec, normalised, is the run's name and its report file name.
 
@@ -51,7 +53,11 @@ from typing import Any, Literal
 
 Mode = Literal["bm25", "dense", "hybrid"]
 MODES: tuple[Mode, ...] = ("bm25", "dense", "hybrid")
-FUSIONS = ("min_max", "rrf")
+#: ``learned``: learned fusion (docs/evaluation.md, "Learned fusion"). In a named run (``hybrid:learned``)
+#: every question is ranked by a model cross-fitted without it (k-fold by question, inside ``ragctl
+#: eval``); in ``default`` it is the served model (``RETRIEVER_FUSION_MODEL``), in-sample on its own
+#: training questions.
+FUSIONS = ("min_max", "rrf", "learned")
 STAGE_ALIASES = {"ce": "cross_encoder", "cross_encoder": "cross_encoder", "diffusion": "diffusion", "gmmr": "gmmr"}
 #: gMMR's relevance term (``rag_common.schemas.GmmrSpec.relevance``).
 RELEVANCES = ("cosine", "scores")
@@ -152,6 +158,12 @@ class RunConfig:
         if self.llm:
             tokens.append("llm")
         return "+".join(tokens)
+
+    @property
+    def cross_fitted(self) -> bool:
+        """Learned fusion scored held-out: each question by a model trained without it (every named
+        ``hybrid:learned`` run); the ``default`` run uses the served model instead."""
+        return self.mode == "hybrid" and self.fusion == "learned" and self.label != DEFAULT_RUN
 
     @property
     def adaptive(self) -> bool:

@@ -87,46 +87,93 @@ def graph_search(
     info: dict[str, Any] = {}
     if not hits or not (ppr or hop):
         return list(hits[:k]), info
-    graph = index.graph
     top = max(hit.score for hit in hits)
     scored: dict[str, ScoredChunk] = {}
     for rank, hit in enumerate(hits):
         score = hit.score / top if top > 0 else 1.0 / (1 + rank)
         scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector)
-    cap = options.entity_max_chunks
-    asked = {name for name in query_entities(query, graph.is_entity) if 0 < graph.entity_degree(name) <= cap}
+    asked = asked_entities(index, query, options)
     info["query_entities"] = len(asked)
 
     if hop:
-        follow = _follow_ups(index, list(scored.values())[: options.hop_passages], asked, options)
-        info["hops"] = len(follow)
-        for name, parent_score in follow:
-            found = index.search_bm25(name, options.hop_k, filters, access=access, with_vectors=with_vectors)
-            best = max((hit.score for hit in found), default=0.0)
-            for hit in found:
-                score = options.hop_weight * parent_score * (hit.score / best if best > 0 else 0.0)
-                known = scored.get(hit.chunk.chunk_id)
-                if known is None or known.score < score:
-                    scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector if known is None else known.vector)
+        found = second_hop(index, list(scored.values()), asked, filters, access, with_vectors=with_vectors,
+                           options=options)
+        info["hops"] = found.searches
+        for chunk_id, hit in found.hits.items():
+            known = scored.get(chunk_id)
+            if known is None or known.score < hit.score:
+                scored[chunk_id] = ScoredChunk(hit.chunk, hit.score, hit.vector if known is None else known.vector)
 
     if ppr:
         ranked = sorted(scored.values(), key=lambda hit: (-hit.score, hit.chunk.chunk_id))
-        walk = _walk(index, ranked[: options.seed_hits], asked, options)
-        info["walk_nodes"] = walk.pop(-1, 0)
-        if walk:
-            best_walk = max(walk.values())
-            new_labels = [label for label in sorted(walk, key=walk.get, reverse=True)
-                          if graph.nodes[label].chunk_id not in scored][:k]
-            for label, hit in index.chunks_by_labels(new_labels, filters, access, with_vectors=with_vectors).items():
-                scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, 0.0, hit.vector)
+        shares, added, info["walk_nodes"] = pagerank_shares(index, ranked, asked, k, filters, access,
+                                                            with_vectors=with_vectors, options=options)
+        for hit in added:
+            scored[hit.chunk.chunk_id] = hit
+        if shares:
             for chunk_id, hit in list(scored.items()):
-                label = graph.label_of.get(chunk_id)
-                share = walk.get(label, 0.0) / best_walk if best_walk > 0 and label is not None else 0.0
+                share = shares.get(chunk_id, 0.0)
                 scored[chunk_id] = ScoredChunk(
                     hit.chunk, (1.0 - options.weight) * hit.score + options.weight * share, hit.vector
                 )
     ranked = sorted(scored.values(), key=lambda hit: (-hit.score, hit.chunk.chunk_id))
     return ranked[:k], info
+
+
+def asked_entities(index: EmbeddedIndex, query: str, options: GraphOptions) -> set[str]:
+    """The query's entities that the graph knows and that are not hubs (what walks and hops use)."""
+    graph = index.graph
+    cap = options.entity_max_chunks
+    return {name for name in query_entities(query, graph.is_entity) if 0 < graph.entity_degree(name) <= cap}
+
+
+@dataclass(frozen=True, slots=True)
+class HopResult:
+    #: chunk id -> the follow-up hit, scored ``hop_weight × parent score × BM25 / the list's best``
+    #: (a chunk found by several follow-ups keeps its best score).
+    hits: dict[str, ScoredChunk]
+    searches: int
+
+
+def second_hop(
+    index: EmbeddedIndex, ranked: Sequence[ScoredChunk], asked: set[str], filters: Filters | None,
+    access: AccessFilter | None, *, with_vectors: bool, options: GraphOptions,
+) -> HopResult:
+    """The follow-up BM25 searches of the entities of ``ranked``'s top ``hop_passages`` (scores
+    max-scaled, best first), under the caller's filters and access."""
+    follow = _follow_ups(index, ranked[: options.hop_passages], asked, options)
+    hits: dict[str, ScoredChunk] = {}
+    for name, parent_score in follow:
+        found = index.search_bm25(name, options.hop_k, filters, access=access, with_vectors=with_vectors)
+        best = max((hit.score for hit in found), default=0.0)
+        for hit in found:
+            score = options.hop_weight * parent_score * (hit.score / best if best > 0 else 0.0)
+            known = hits.get(hit.chunk.chunk_id)
+            if known is None or known.score < score:
+                hits[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector)
+    return HopResult(hits, len(follow))
+
+
+def pagerank_shares(
+    index: EmbeddedIndex, ranked: Sequence[ScoredChunk], asked: set[str], k: int, filters: Filters | None,
+    access: AccessFilter | None, *, with_vectors: bool, options: GraphOptions,
+) -> tuple[dict[str, float], list[ScoredChunk], int]:
+    """Personalised PageRank seeded by ``ranked``'s top ``seed_hits`` (best first) and ``asked``:
+    (chunk id -> walk mass scaled by the best chunk's, up to ``k`` readable chunks the walk reached
+    that ``ranked`` lacks (score 0), nodes walked)."""
+    graph = index.graph
+    walk = _walk(index, ranked[: options.seed_hits], asked, options)
+    nodes = walk.pop(-1, 0)
+    if not walk:
+        return {}, [], nodes
+    best_walk = max(walk.values())
+    known = {hit.chunk.chunk_id for hit in ranked}
+    new_labels = [label for label in sorted(walk, key=walk.get, reverse=True)
+                  if graph.nodes[label].chunk_id not in known][:k]
+    added = [ScoredChunk(hit.chunk, 0.0, hit.vector)
+             for hit in index.chunks_by_labels(new_labels, filters, access, with_vectors=with_vectors).values()]
+    shares = {graph.nodes[label].chunk_id: value / best_walk for label, value in walk.items()} if best_walk > 0 else {}
+    return shares, added, nodes
 
 
 def _follow_ups(

@@ -18,6 +18,7 @@ from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedde
 from rag_retriever.backends.base import FusionSettings, SearchBackend
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
+from rag_retriever.learned_fusion import SHIPPED_MODEL, FusionModel
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
@@ -33,11 +34,12 @@ class RetrieverRuntime:
     ingestor: Ingestor
     search: SearchService
 
-    def search_with(self, fusion: FusionSettings) -> SearchService:
-        """A search service over the same index and lock with another hybrid fusion (for evaluation)."""
+    def search_with(self, fusion: FusionSettings, learned: FusionModel | None = None) -> SearchService:
+        """A search service over the same index and lock with another hybrid fusion, or a learned
+        fusion model over a min-max first pass (for evaluation)."""
         return SearchService(
             self.backend, self.embedder, self.lock, fusion=fusion, default_top_k=self.settings.default_top_k,
-            graph=GraphDefaults.of(self.settings),
+            graph=GraphDefaults.of(self.settings), learned=learned,
         )
 
     async def readiness(self) -> dict[str, str]:
@@ -49,7 +51,18 @@ class RetrieverRuntime:
 
 
 def fusion_settings(settings: RetrieverSettings) -> FusionSettings:
-    return FusionSettings(method=settings.hybrid_normalization, dense_weight=settings.hybrid_dense_weight)
+    """The backend's hybrid fusion; learned fusion starts from a min-max first pass."""
+    method = "min_max" if settings.hybrid_normalization == "learned" else settings.hybrid_normalization
+    return FusionSettings(method=method, dense_weight=settings.hybrid_dense_weight)
+
+
+def load_fusion_model(settings: RetrieverSettings) -> FusionModel | None:
+    """The learned fusion model when ``hybrid_normalization`` is ``learned`` (``fusion_model``, or the
+    shipped one); raises :class:`~rag_retriever.learned_fusion.FusionModelError` for a file it cannot
+    serve, so the retriever does not start with it."""
+    if settings.hybrid_normalization != "learned":
+        return None
+    return FusionModel.load(settings.fusion_model or SHIPPED_MODEL)
 
 
 async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) -> SearchBackend:
@@ -102,6 +115,7 @@ async def open_runtime(
     """Settings default to the ``RETRIEVER_*`` environment. ``embedder`` lets a caller share one
     loaded model across runtimes (tests, evaluation); otherwise it is built from the settings."""
     settings = settings or RetrieverSettings()
+    learned = load_fusion_model(settings)  # before the slow parts: a bad file stops the start at once
     model = embedder or build_embedder(settings)
     await asyncio.to_thread(model.warm_up)
     backend = await open_backend(settings, dim=model.dim, model_id=model.model_id)
@@ -118,7 +132,7 @@ async def open_runtime(
             ingestor=Ingestor(backend, model, chunker, lock),
             search=SearchService(
                 backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k,
-                graph=GraphDefaults.of(settings),
+                graph=GraphDefaults.of(settings), learned=learned,
             ),
         )
     finally:

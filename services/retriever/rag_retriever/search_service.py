@@ -8,6 +8,14 @@ after the first pass on backends that have the structure-and-entity graph (the e
 ``rag_retriever.graph_retrieval``); ``timings_ms["graph"]`` is their time. Backends without it (OpenSearch,
 for now) ignore the flags and report ``timings_ms["graph_unavailable"] = 1``.
 
+Learned fusion (``learned``, a :class:`~rag_retriever.learned_fusion.FusionModel`; hybrid mode only):
+the candidates are the first-pass min-max hybrid list plus the second hop's and (when the model reads
+it) PageRank's additions (``rag_retriever.fusion_candidates``), each scored by the model from its
+features (``rag_retriever.fusion_features``) and ranked by that score. The graph signals are then the
+model's inputs, so the request's ``graph`` / ``second_hop`` flags do not apply; ``timings_ms["search"]``
+includes the graph signals, the features and the scoring.
+Backends without ``fusion_candidates`` (OpenSearch) cannot serve it; the settings refuse that pairing.
+
 With ``include_embeddings`` the response also carries the query's embedding and each passage's
 stored embedding (for the reranker), read by the backend together with the hits.
 """
@@ -23,7 +31,11 @@ import numpy as np
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
 from rag_retriever.backends.base import AccessFilter, FusionSettings, Searcher
+from rag_retriever.fusion_candidates import FusionCandidates
+from rag_retriever.fusion_features import feature_matrix
 from rag_retriever.graph_retrieval import GraphOptions
+from rag_retriever.learned_fusion import FusionModel
+from rag_retriever.records import ScoredChunk
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.settings import RetrieverSettings
 
@@ -61,8 +73,10 @@ class SearchService:
         fusion: FusionSettings = FusionSettings(),
         default_top_k: int = 10,
         graph: GraphDefaults = GraphDefaults(),
+        learned: FusionModel | None = None,
     ) -> None:
         self._graph = graph
+        self._learned = learned
         self._backend = backend
         self._embedder = embedder
         self._lock = lock
@@ -101,6 +115,10 @@ class SearchService:
                 hits = await self._backend.search_bm25(
                     request.query, top_k, filters, access=access, with_vectors=with_vectors
                 )
+            elif self._learned is not None:
+                found, matrix = await self._candidates(request.query, vector, top_k, filters, access, with_vectors,
+                                                       ppr=self._learned.uses_ppr)
+                hits = _ranked_by(found.hits, self._learned.score(matrix), top_k)
             else:
                 hits = await self._backend.search_hybrid(
                     request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors
@@ -108,6 +126,8 @@ class SearchService:
             timings["search"] = _elapsed_ms(step)
             ppr = self._graph.ppr if request.graph is None else request.graph
             hop = self._graph.second_hop if request.second_hop is None else request.second_hop
+            if self._learned is not None and request.mode == "hybrid":
+                ppr = hop = False  # the model has read both signals already
             if ppr or hop:
                 step = time.perf_counter()
                 graph_search = getattr(self._backend, "graph_search", None)
@@ -134,3 +154,32 @@ class SearchService:
             timings_ms=timings,
             query_embedding=query_embedding,
         )
+
+    async def fusion_candidates(
+        self, query: str, top_k: int, access: AccessFilter, *, ppr: bool = True
+    ) -> tuple[FusionCandidates, np.ndarray]:
+        """Learned fusion's candidates for ``query`` (hybrid first pass of ``top_k`` plus the graph's
+        additions) and their feature matrix, columns in ``FEATURE_NAMES`` order: what the model scores
+        at a search, and what ``ragctl train-fusion`` learns from."""
+        vector = (await asyncio.to_thread(self._embedder.encode_queries, [query]))[0]
+        async with self._lock.read():
+            return await self._candidates(query, vector, top_k, {}, access, False, ppr=ppr)
+
+    async def _candidates(
+        self, query: str, vector: np.ndarray, top_k: int, filters: dict[str, list[str]], access: AccessFilter,
+        with_vectors: bool, *, ppr: bool,
+    ) -> tuple[FusionCandidates, np.ndarray]:
+        backend_candidates = getattr(self._backend, "fusion_candidates", None)
+        if backend_candidates is None:
+            raise RuntimeError("learned fusion needs the embedded backend (its structure-and-entity graph)")
+        found: FusionCandidates = await backend_candidates(
+            query, vector, top_k, filters, access, with_vectors=with_vectors, ppr=ppr,
+            options=self._graph.options, dense_weight=self._fusion.dense_weight,
+        )
+        return found, feature_matrix(found.signals)
+
+
+def _ranked_by(hits: list[ScoredChunk], scores: np.ndarray, top_k: int) -> list[ScoredChunk]:
+    """``hits`` re-scored and sorted by ``scores`` (ties: the incoming order, which is first-pass order)."""
+    order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))[:top_k]
+    return [ScoredChunk(hits[i].chunk, float(scores[i]), hits[i].vector) for i in order]

@@ -53,11 +53,25 @@ class RetrieverSettings(ServiceSettings):
     default_top_k: int = Field(
         default=10, ge=1, le=MAX_SEARCH_TOP_K, description="Passages returned when a search request gives no top_k. Default 10."
     )
-    hybrid_normalization: Literal["min_max", "z_score", "rrf"] = Field(
+    hybrid_normalization: Literal["min_max", "z_score", "rrf", "learned"] = Field(
         default="min_max",
         description=(
             "How hybrid search fuses dense and BM25 hits: min_max, z_score (opensearch backend on OpenSearch >= 3.0 "
-            "only) or rrf. Default min_max."
+            "only), rrf, or learned (embedded backend only): a logistic regression (fusion_model) scores each "
+            "candidate of the min-max first pass plus the second hop's and PageRank's additions from their "
+            "dense, BM25, rank, hybrid, hop, PageRank, entity-overlap and section features, so the graph signals "
+            "count where they help; costs the second hop's BM25 searches (and a PageRank when the model reads it) "
+            "per hybrid search, and the graph_ppr / graph_second_hop switches no longer apply to hybrid. "
+            "Default min_max (docs/evaluation.md, 'Learned fusion', has the held-out measurements)."
+        ),
+    )
+    fusion_model: str | None = Field(
+        default=None,
+        description=(
+            "Parameter file of learned fusion (JSON, written by ragctl train-fusion; read only when "
+            "hybrid_normalization=learned). A missing file, another schema version or a feature this retriever "
+            "does not compute stops the retriever at start with the reason. Default None: the model shipped in "
+            "rag_retriever/data/fusion_model.json, trained on the four evaluation datasets."
         ),
     )
     hybrid_dense_weight: float = Field(
@@ -202,6 +216,12 @@ class RetrieverSettings(ServiceSettings):
     def z_score_needs_opensearch(self) -> RetrieverSettings:
         if self.hybrid_normalization == "z_score" and self.backend != "opensearch":
             raise ValueError("hybrid_normalization z_score needs backend opensearch (the embedded backend has min_max, rrf)")
+        return self
+
+    @model_validator(mode="after")
+    def learned_needs_embedded(self) -> RetrieverSettings:
+        if self.hybrid_normalization == "learned" and self.backend != "embedded":
+            raise ValueError("hybrid_normalization learned needs backend embedded (its structure-and-entity graph)")
         return self
 
     @property

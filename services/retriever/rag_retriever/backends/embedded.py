@@ -70,6 +70,7 @@ from rag_retriever.backends.base import (
 )
 from rag_retriever.entity_graph import GRAPH_FILE, EntityGraph
 from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
+from rag_retriever.fusion_candidates import FusionCandidates, fusion_candidates
 from rag_retriever.graph_retrieval import GraphOptions, graph_search
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 
@@ -472,6 +473,16 @@ class EmbeddedIndex:
             self._ensure_open()
             return graph_search(self, query, hits, k, filters, access, with_vectors=with_vectors, ppr=ppr, hop=hop,
                                 options=options)
+
+    def fusion_candidates(
+        self, query: str, dense: list[ScoredChunk], bm25: list[ScoredChunk], k: int, filters: Filters | None,
+        access: AccessFilter | None, *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float,
+    ) -> FusionCandidates:
+        """Learned fusion's candidates and their signals (``rag_retriever.fusion_candidates``)."""
+        with self._lock:
+            self._ensure_open()
+            return fusion_candidates(self, query, dense, bm25, k, filters, access, with_vectors=with_vectors,
+                                     ppr=ppr, options=options, dense_weight=dense_weight)
 
     def _update_entity_graph(self, deleted: list[int], added: list[tuple[int, ChunkRecord]]) -> None:
         """After a tantivy commit: its replaced labels leave the graph, its new chunks join; saved by
@@ -907,6 +918,22 @@ class EmbeddedBackend:
         return await asyncio.to_thread(
             self.index.graph_search, query, hits, k, filters, access,
             with_vectors=with_vectors, ppr=ppr, hop=hop, options=options,
+        )
+
+    async def fusion_candidates(
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, access: AccessFilter | None,
+        *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float,
+    ) -> FusionCandidates:
+        """Learned fusion's candidates: the two lists hybrid search fuses (same depth, searched
+        concurrently, access inside each), then the graph's additions and every candidate's signals."""
+        candidates = candidates_per_list(k)
+        dense, bm25 = await asyncio.gather(
+            self.search_dense(vector, candidates, filters, access=access, with_vectors=with_vectors),
+            self.search_bm25(query, candidates, filters, access=access, with_vectors=with_vectors),
+        )
+        return await asyncio.to_thread(
+            self.index.fusion_candidates, query, dense, bm25, k, filters, access,
+            with_vectors=with_vectors, ppr=ppr, options=options, dense_weight=dense_weight,
         )
 
     async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:

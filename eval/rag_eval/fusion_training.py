@@ -1,0 +1,232 @@
+"""Learned fusion (issue 16, part 4): training data, fitting, and held-out evaluation.
+
+- :func:`extract` asks the retriever's own ``SearchService.fusion_candidates`` for every query's
+  candidates and feature matrix (what the service scores at a search) and labels each candidate by
+  the qrels (its document relevant or not).
+- :func:`fit` trains a logistic regression (scikit-learn) on the positives and the **hard
+  negatives** of the training queries: per query, the non-relevant candidates among the first-pass top
+  ``hard_negatives`` and among the ``hard_negatives`` best additions of the second hop / PageRank
+  (a model that never saw a non-relevant hop addition would learn that the hop is always right: the
+  MTRAG-UN regression of the fixed-weight hop). Classes are balanced. It returns the
+  retriever's :class:`~rag_retriever.learned_fusion.FusionModel` (numpy parameters).
+- Held-out evaluation: every query is scored only by a model that did not see it. Protocols
+  (:func:`held_out_rankings`): ``within`` (k-fold by question inside each dataset, trained on that
+  dataset's other folds), ``pooled`` (k-fold by question, trained on the other folds of *all* datasets:
+  how the shipped model is trained, on everything) and ``lodo`` (leave one dataset out: trained on
+  the other datasets only). Folds are a seeded permutation of each dataset's question ids.
+- :func:`ablation`: the pooled protocol with one feature group (``FEATURE_GROUPS``) left out at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from rag_eval.harness import EVAL_ACCESS, dedupe_doc_ids
+from rag_eval.metrics import score
+from rag_eval.stats import DEFAULT_RESAMPLES, paired_bootstrap
+from rag_retriever.fusion_features import FEATURE_GROUPS, FEATURE_NAMES
+from rag_retriever.learned_fusion import FusionModel
+
+if TYPE_CHECKING:
+    from rag_eval.datasets.types import Dataset, Query
+    from rag_retriever.search_service import SearchService
+
+DEFAULT_FOLDS = 5
+DEFAULT_HARD_NEGATIVES = 10
+#: The logistic regression's inverse regularisation strength (scikit-learn's default; not tuned).
+DEFAULT_C = 1.0
+PROTOCOLS = ("within", "pooled", "lodo")
+
+
+@dataclass
+class QueryExamples:
+    """One question's candidates: rows in candidate order (first pass, then the graph's additions)."""
+
+    dataset: str
+    query_id: str
+    doc_ids: list[str]
+    features: np.ndarray
+    labels: np.ndarray
+    #: How many leading rows are the first pass (the hybrid ranking).
+    first_pass: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.query_id}"
+
+    def hybrid_ranking(self) -> list[str]:
+        """The plain hybrid run's ranking (the first pass), documents once."""
+        return dedupe_doc_ids(self.doc_ids[: self.first_pass])
+
+    def ranking(self, model: FusionModel, depth: int) -> list[str]:
+        """The ranking ``model`` serves: candidates by its score (ties: candidate order), top ``depth``."""
+        scores = model.score(self.features)
+        order = sorted(range(len(self.doc_ids)), key=lambda i: (-scores[i], i))[:depth]
+        return dedupe_doc_ids(self.doc_ids[i] for i in order)
+
+
+async def extract(
+    search: SearchService, dataset: Dataset, queries: Sequence[Query], depth: int, *, progress: bool = True
+) -> list[QueryExamples]:
+    """Candidates, features and labels of ``queries`` (the question's own text, as the hybrid runs)."""
+    examples = []
+    for query in tqdm(queries, desc=f"{dataset.name}: fusion features", unit="q", disable=not progress):
+        found, matrix = await search.fusion_candidates(query.text, depth, EVAL_ACCESS)
+        relevant = {doc for doc, grade in dataset.qrels.get(query.id, {}).items() if grade > 0}
+        doc_ids = [hit.chunk.doc_id for hit in found.hits]
+        examples.append(QueryExamples(
+            dataset.name, query.id, doc_ids, matrix,
+            np.array([doc in relevant for doc in doc_ids], dtype=np.int8), found.first_pass,
+        ))
+    return examples
+
+
+def training_rows(
+    examples: Sequence[QueryExamples], hard_negatives: int = DEFAULT_HARD_NEGATIVES
+) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) of the positives and hard negatives of ``examples`` (queries without a relevant
+    candidate give nothing to learn from and are left out)."""
+    xs, ys = [], []
+    hop, ppr = FEATURE_NAMES.index("hop_z"), FEATURE_NAMES.index("ppr_z")
+    for example in examples:
+        if not example.labels.any():
+            continue
+        positives = np.flatnonzero(example.labels == 1)
+        negatives = [i for i in range(example.first_pass) if not example.labels[i]][:hard_negatives]
+        added = [i for i in range(example.first_pass, len(example.doc_ids)) if not example.labels[i]]
+        added.sort(key=lambda i: (-example.features[i, hop], -example.features[i, ppr], i))
+        rows = [*positives.tolist(), *negatives, *added[:hard_negatives]]
+        xs.append(example.features[rows])
+        ys.append(example.labels[rows])
+    if not xs:
+        return np.zeros((0, len(FEATURE_NAMES))), np.zeros(0, dtype=np.int8)
+    return np.vstack(xs), np.concatenate(ys)
+
+
+def fit(
+    examples: Sequence[QueryExamples],
+    *,
+    features: Sequence[str] = FEATURE_NAMES,
+    hard_negatives: int = DEFAULT_HARD_NEGATIVES,
+    c: float = DEFAULT_C,
+    provenance: Mapping[str, Any] | None = None,
+) -> FusionModel:
+    """A logistic regression on ``features`` (a subset of ``FEATURE_NAMES``) of ``examples``."""
+    from sklearn.linear_model import LogisticRegression
+
+    x, y = training_rows(examples, hard_negatives)
+    if len(set(y.tolist())) < 2:
+        raise ValueError("the training questions need both relevant and non-relevant candidates")
+    columns = [FEATURE_NAMES.index(name) for name in features]
+    x = x[:, columns]
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-12] = 1.0  # a constant feature: leave it unscaled (its weight ends up ~0)
+    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
+    model.fit((x - mean) / scale, y)
+    info = {"rows": int(len(y)), "positives": int(y.sum()), "negatives": int(len(y) - y.sum()),
+            "hard_negatives_per_query": hard_negatives, "C": c, **(provenance or {})}
+    return FusionModel(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]),
+                       {"training": info})
+
+
+def folds_of(examples: Sequence[QueryExamples], folds: int, seed: int) -> dict[str, int]:
+    """Each question's fold: a seeded permutation of every dataset's questions, dealt round-robin."""
+    assignment: dict[str, int] = {}
+    for name in dict.fromkeys(example.dataset for example in examples):
+        keys = [example.key for example in examples if example.dataset == name]
+        order = np.random.default_rng(seed).permutation(len(keys))
+        for position, index in enumerate(order):
+            assignment[keys[index]] = position % folds
+    return assignment
+
+
+def held_out_models(
+    examples: Sequence[QueryExamples], protocol: str, *, folds: int = DEFAULT_FOLDS, seed: int = 0,
+    features: Sequence[str] = FEATURE_NAMES, hard_negatives: int = DEFAULT_HARD_NEGATIVES,
+) -> dict[str, FusionModel]:
+    """Question key → the model that scores it under ``protocol``, trained without that question
+    (``within``/``pooled``: without its fold; ``lodo``: without its dataset)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
+    fold = folds_of(examples, folds, seed)
+    groups: dict[tuple[str, int], list[QueryExamples]] = {}
+    for example in examples:
+        if protocol == "within":
+            group = (example.dataset, fold[example.key])
+        elif protocol == "pooled":
+            group = ("*", fold[example.key])
+        else:
+            group = (example.dataset, -1)
+        groups.setdefault(group, []).append(example)
+    models: dict[str, FusionModel] = {}
+    for (name, number), scored in groups.items():
+        if protocol == "within":
+            train = [e for e in examples if e.dataset == name and fold[e.key] != number]
+        elif protocol == "pooled":
+            train = [e for e in examples if fold[e.key] != number]
+        else:
+            train = [e for e in examples if e.dataset != name]
+        model = fit(train, features=features, hard_negatives=hard_negatives)
+        held_out = {example.key for example in scored}
+        assert not held_out & {e.key for e in train}, "a question was trained and scored on"
+        for example in scored:
+            models[example.key] = model
+    return models
+
+
+def held_out_rankings(
+    examples: Sequence[QueryExamples], protocol: str, depth: int, **options: Any
+) -> dict[str, list[str]]:
+    """Question key → its held-out ranking under ``protocol``."""
+    models = held_out_models(examples, protocol, **options)
+    return {example.key: example.ranking(models[example.key], depth) for example in examples}
+
+
+def per_query(
+    examples: Sequence[QueryExamples], rankings: Mapping[str, list[str]], datasets: Mapping[str, Dataset], metric: str
+) -> dict[str, float]:
+    """Question key → ``metric`` of its ranking (questions the metric is undefined for left out)."""
+    values = {}
+    for example in examples:
+        value = score(metric, rankings[example.key], datasets[example.dataset].qrels.get(example.query_id, {}))
+        if value is not None:
+            values[example.key] = value
+    return values
+
+
+def compare(
+    examples: Sequence[QueryExamples], rankings: Mapping[str, list[str]], baseline: Mapping[str, list[str]],
+    datasets: Mapping[str, Dataset], metrics: Sequence[str], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+) -> dict[str, dict[str, float | bool | int]]:
+    """Per metric: the mean of ``rankings`` and of ``baseline`` and the paired bootstrap 95 % CI of
+    their difference, over ``examples``."""
+    out: dict[str, dict[str, float | bool | int]] = {}
+    for metric in metrics:
+        ours = per_query(examples, rankings, datasets, metric)
+        theirs = per_query(examples, baseline, datasets, metric)
+        keys = sorted(set(ours) & set(theirs))
+        ci = paired_bootstrap([ours[k] for k in keys], [theirs[k] for k in keys], resamples=resamples, seed=seed)
+        out[metric] = {"value": float(np.mean([ours[k] for k in keys])) if keys else 0.0,
+                       "baseline": float(np.mean([theirs[k] for k in keys])) if keys else 0.0,
+                       "delta": ci.delta, "low": ci.low, "high": ci.high, "noise": ci.noise, "n": ci.n}
+    return out
+
+
+def ablation(
+    examples: Sequence[QueryExamples], depth: int, *, folds: int = DEFAULT_FOLDS, seed: int = 0,
+    hard_negatives: int = DEFAULT_HARD_NEGATIVES,
+) -> dict[str, dict[str, list[str]]]:
+    """Group name → held-out (pooled protocol) rankings of the model without that feature group;
+    ``"(all)"`` = every feature."""
+    out = {"(all)": held_out_rankings(examples, "pooled", depth, folds=folds, seed=seed, hard_negatives=hard_negatives)}
+    for group, names in FEATURE_GROUPS.items():
+        kept = [name for name in FEATURE_NAMES if name not in names]
+        out[group] = held_out_rankings(examples, "pooled", depth, folds=folds, seed=seed, features=kept,
+                                       hard_negatives=hard_negatives)
+    return out

@@ -1,0 +1,120 @@
+"""The candidates of learned fusion and their raw signals, on the embedded index (its graph).
+
+Candidates are the first-pass min-max hybrid list (its best ``k``) plus the chunks the second hop
+and, when the model reads it, personalised PageRank add (``rag_retriever.graph_retrieval``); each
+gets the :class:`~rag_retriever.fusion_features.CandidateSignals` that ``fusion_features`` turns
+into a feature row. The dense and BM25 lists are the ones hybrid search fuses (same depth,
+``candidates_per_list``), so a candidate's rank and score in each are what min-max fusion saw.
+
+Access and filters hold for everything added: the follow-up searches and the chunks the walk reached
+go through the same machinery as ``graph_search`` (the caller's ``AccessFilter`` and filters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rag_retriever.entities import query_entities
+from rag_retriever.fusion import min_max_fusion
+from rag_retriever.fusion_features import CandidateSignals
+from rag_retriever.graph_retrieval import GraphOptions, asked_entities, pagerank_shares, second_hop
+from rag_retriever.records import ScoredChunk
+
+if TYPE_CHECKING:
+    from rag_retriever.backends.base import AccessFilter, Filters
+    from rag_retriever.backends.embedded import EmbeddedIndex
+
+
+@dataclass(frozen=True, slots=True)
+class FusionCandidates:
+    """A query's candidates (the first pass's ``first_pass`` best first, then the graph's additions)
+    and each one's signals, aligned."""
+
+    hits: list[ScoredChunk]
+    signals: list[CandidateSignals]
+    first_pass: int
+
+
+def fusion_candidates(
+    index: EmbeddedIndex,
+    query: str,
+    dense: Sequence[ScoredChunk],
+    bm25: Sequence[ScoredChunk],
+    k: int,
+    filters: Filters | None,
+    access: AccessFilter | None,
+    *,
+    with_vectors: bool,
+    ppr: bool,
+    options: GraphOptions,
+    dense_weight: float = 0.5,
+) -> FusionCandidates:
+    """The candidates in first-pass order, then the hop's additions, then PageRank's; their signals."""
+    fused = min_max_fusion(list(dense), list(bm25), len(dense) + len(bm25), dense_weight)
+    hybrid = {hit.chunk.chunk_id: hit.score for hit in fused}
+    first = fused[:k]
+    if not first:
+        return FusionCandidates([], [], 0)
+    dense_by_id = {hit.chunk.chunk_id: (rank, hit.score) for rank, hit in enumerate(dense, start=1)}
+    bm25_by_id = {hit.chunk.chunk_id: (rank, hit.score) for rank, hit in enumerate(bm25, start=1)}
+
+    # The graph signals see the first pass as graph_search does: scores scaled by the best hit's.
+    top = max(hit.score for hit in first)
+    scaled = [ScoredChunk(hit.chunk, hit.score / top if top > 0 else 0.0, hit.vector) for hit in first]
+    asked = asked_entities(index, query, options)
+    hop = second_hop(index, scaled, asked, filters, access, with_vectors=with_vectors, options=options)
+    candidates = list(first)
+    known = {hit.chunk.chunk_id for hit in candidates}
+    for chunk_id, hit in hop.hits.items():
+        if chunk_id not in known:
+            candidates.append(ScoredChunk(hit.chunk, 0.0, hit.vector))
+            known.add(chunk_id)
+    shares: dict[str, float] | None = None
+    if ppr:
+        shares, added, _ = pagerank_shares(index, candidates, asked, k, filters, access,
+                                           with_vectors=with_vectors, options=options)
+        candidates += [hit for hit in added if hit.chunk.chunk_id not in known]
+
+    graph = index.graph
+    # Overlap counts every entity of the question the graph knows, hubs included ("United States"
+    # is still evidence), unlike the walk and the hop, which leave hubs out for cost.
+    question = set(query_entities(query, graph.is_entity))
+    seeds = [graph.nodes.get(graph.label_of.get(hit.chunk.chunk_id, -1)) for hit in first[: options.seed_hits]]
+    seed_sections: dict[str, set[str]] = {}
+    seed_documents: dict[str, set[str]] = {}
+    for node in seeds:
+        if node is not None:
+            seed_sections.setdefault(node.section, set()).add(node.chunk_id)
+            seed_documents.setdefault(node.document, set()).add(node.chunk_id)
+
+    signals = []
+    for hit in candidates:
+        chunk_id = hit.chunk.chunk_id
+        node = graph.nodes.get(graph.label_of.get(chunk_id, -1))
+        overlap, title_match, section_neighbour, document_neighbour = 0.0, False, False, False
+        if node is not None:
+            names = {*node.entities, node.title_entity} - {""}
+            overlap = len(question & names) / len(question) if question else 0.0
+            title_match = bool(node.title_entity) and node.title_entity in question
+            section_neighbour = bool(seed_sections.get(node.section, set()) - {chunk_id})
+            document_neighbour = bool(seed_documents.get(node.document, set()) - {chunk_id})
+        dense_rank, dense_score = dense_by_id.get(chunk_id, (None, None))
+        bm25_rank, bm25_score = bm25_by_id.get(chunk_id, (None, None))
+        hop_hit = hop.hits.get(chunk_id)
+        signals.append(CandidateSignals(
+            dense=dense_score,
+            bm25=bm25_score,
+            dense_rank=dense_rank,
+            bm25_rank=bm25_rank,
+            hybrid=hybrid.get(chunk_id),
+            hop=hop_hit.score if hop_hit is not None else 0.0,
+            hop_found=hop_hit is not None,
+            ppr=None if shares is None else shares.get(chunk_id, 0.0),
+            entity_overlap=overlap,
+            title_match=title_match,
+            section_neighbour=section_neighbour,
+            document_neighbour=document_neighbour,
+        ))
+    return FusionCandidates(candidates, signals, len(first))
