@@ -339,8 +339,7 @@ def train_fusion_command(
 
     try:
         report = run_training(dataset, out, folds=folds, seed=seed, limit=limit, hard_negatives=hard_negatives,
-                              drop_groups=drop or [], report_dir=reports, index_cache=reports / ".index",
-                              ablate=ablate)
+                              drop_groups=drop or [], reports=reports, ablate=ablate)
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc

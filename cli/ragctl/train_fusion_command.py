@@ -26,13 +26,14 @@ from rag_retriever.settings import RetrieverSettings
 
 
 async def _examples(
-    dataset: Dataset, limit: int | None, seed: int, depth: int, index_cache: Path, embedder: Any
+    dataset: Dataset, limit: int | None, seed: int, depth: int, reports: Path, embedder: Any
 ) -> list[training.QueryExamples]:
     from rag_eval.pipeline import open_retriever
 
     queries = select_queries(dataset, limit, seed=seed, require_gold=True)
-    async with open_retriever(dataset, index_cache, embedder) as (retriever, _):
-        return await training.extract(retriever.search_services["min_max"], dataset, queries, depth)
+    async with open_retriever(dataset, reports / ".index", embedder) as (retriever, index):
+        cache = training.cache_path(reports / dataset.name, index["fingerprint"], depth)
+        return await training.extract(retriever.search_services["min_max"], dataset, queries, depth, cache=cache)
 
 
 def _rows(
@@ -78,7 +79,7 @@ def _markdown(report: dict[str, Any]) -> str:
 
 def run_training(
     dataset_names: Sequence[str], out: Path, *, folds: int, seed: int, limit: int | None, hard_negatives: int,
-    drop_groups: Sequence[str], report_dir: Path, index_cache: Path, ablate: bool = True,
+    drop_groups: Sequence[str], reports: Path, ablate: bool = True,
 ) -> dict[str, Any]:
     unknown = [group for group in drop_groups if group not in FEATURE_GROUPS]
     if unknown:
@@ -94,7 +95,7 @@ def run_training(
         dataset = load_dataset(name)
         dataset.name = name
         datasets[name] = dataset
-        examples += asyncio.run(_examples(dataset, limit, seed, depth, index_cache, embedder))
+        examples += asyncio.run(_examples(dataset, limit, seed, depth, reports, embedder))
     options = {"folds": folds, "seed": seed, "features": features, "hard_negatives": hard_negatives}
     hybrid = {example.key: example.hybrid_ranking() for example in examples}
     protocols = ["within", "pooled"] + (["lodo"] if len(datasets) > 1 else [])
@@ -128,7 +129,7 @@ def run_training(
     report = {"schema_version": SCHEMA_VERSION, "written": str(out), "folds": folds, "seed": seed, "limit": limit,
               "features": features, "weights": dict(zip(model.features, model.weights.round(4).tolist())),
               "held_out": held_out, "ablation": ablation, "seconds": round(time.perf_counter() - started, 1)}
-    report_dir.mkdir(parents=True, exist_ok=True)
-    (report_dir / "fusion_training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (report_dir / "fusion_training.md").write_text(_markdown(report), encoding="utf-8")
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "fusion_training.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (reports / "fusion_training.md").write_text(_markdown(report), encoding="utf-8")
     return report

@@ -291,7 +291,7 @@ class Evaluator:
     ) -> None:
         fitted = [config for config in configs if config.cross_fitted]
         if fitted:
-            await self._cross_fit(dataset, queries, pipeline, fitted[0].candidates)
+            await self._cross_fit(dataset, queries, pipeline, index, fitted[0].candidates)
         summaries = await self._execute(dataset, queries, pipeline, index, configs, report_dir, extra,
                                         label=f"{dataset.name}: runs")
         result.summaries.update(summaries)
@@ -304,15 +304,18 @@ class Evaluator:
             result.files += self._plots(summaries, report_dir, prefix="runs_", title=dataset.name)
         self.echo(f"\n{dataset.name}: runs vs {baseline}\n\n{table}\n")
 
-    async def _cross_fit(self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, depth: int) -> None:
+    async def _cross_fit(
+        self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any], depth: int
+    ) -> None:
         """Learned fusion held out: the queries' candidates and features, one model per fold (k-fold by
         question within the dataset, ``rag_eval.fusion_training``), and each question's search service
         with the model of the folds it is not in."""
-        from rag_eval.fusion_training import extract, held_out_models
+        from rag_eval.fusion_training import cache_path, extract, held_out_models
         from rag_retriever.backends.base import FusionSettings
 
         retriever = pipeline.retriever
-        examples = await extract(retriever.search_services["min_max"], dataset, queries, depth,
+        cache = cache_path(self.options.reports / dataset.name, index["fingerprint"], depth)
+        examples = await extract(retriever.search_services["min_max"], dataset, queries, depth, cache=cache,
                                  progress=self.options.progress)
         models = held_out_models(examples, "within", folds=self.options.fusion_folds, seed=self.options.seed)
         first_pass = FusionSettings(method="min_max", dense_weight=retriever.settings.hybrid_dense_weight)

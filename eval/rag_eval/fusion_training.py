@@ -4,8 +4,9 @@
   candidates and feature matrix (what the service scores at a search) and labels each candidate by
   the qrels (its document relevant or not).
 - :func:`fit` trains a logistic regression (scikit-learn) on the positives and the **hard
-  negatives** of the training queries: per query, the non-relevant candidates among the first-pass top
-  ``hard_negatives`` and among the ``hard_negatives`` best additions of the second hop / PageRank
+  negatives** of the training queries (one row per document, :func:`training_rows`): per query, the
+  non-relevant documents among the first-pass top ``hard_negatives`` and among the
+  ``hard_negatives`` best additions of the second hop / PageRank
   (a model that never saw a non-relevant hop addition would learn that the hop is always right: the
   MTRAG-UN regression of the fixed-weight hop). Classes are balanced. It returns the
   retriever's :class:`~rag_retriever.learned_fusion.FusionModel` (numpy parameters).
@@ -19,8 +20,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,7 +32,7 @@ from tqdm.auto import tqdm
 from rag_eval.harness import EVAL_ACCESS, dedupe_doc_ids
 from rag_eval.metrics import score
 from rag_eval.stats import DEFAULT_RESAMPLES, paired_bootstrap
-from rag_retriever.fusion_features import FEATURE_GROUPS, FEATURE_NAMES
+from rag_retriever.fusion_features import FEATURE_GROUPS, FEATURE_NAMES, FEATURES_VERSION
 from rag_retriever.learned_fusion import FusionModel
 
 if TYPE_CHECKING:
@@ -71,36 +74,80 @@ class QueryExamples:
 
 
 async def extract(
-    search: SearchService, dataset: Dataset, queries: Sequence[Query], depth: int, *, progress: bool = True
+    search: SearchService, dataset: Dataset, queries: Sequence[Query], depth: int, *, cache: Path | None = None,
+    progress: bool = True,
 ) -> list[QueryExamples]:
-    """Candidates, features and labels of ``queries`` (the question's own text, as the hybrid runs)."""
-    examples = []
-    for query in tqdm(queries, desc=f"{dataset.name}: fusion features", unit="q", disable=not progress):
+    """Candidates, features and labels of ``queries`` (the question's own text, as the hybrid runs).
+
+    ``cache``: a JSONL file of earlier extractions with the same index, depth and feature version
+    (:func:`cache_path`); questions in it are read back, the others extracted and appended as they
+    are done, so an interrupted extraction resumes and training and evaluation share one pass."""
+    cached = _read_cache(cache) if cache is not None else {}
+    missing = [query for query in queries if query.id not in cached]
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+    for query in tqdm(missing, desc=f"{dataset.name}: fusion features", unit="q", disable=not progress):
         found, matrix = await search.fusion_candidates(query.text, depth, EVAL_ACCESS)
+        row = {"query_id": query.id, "doc_ids": [hit.chunk.doc_id for hit in found.hits],
+               "features": matrix.tolist(), "first_pass": found.first_pass}
+        cached[query.id] = row
+        if cache is not None:
+            with cache.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+    examples = []
+    for query in queries:
+        row = cached[query.id]
         relevant = {doc for doc, grade in dataset.qrels.get(query.id, {}).items() if grade > 0}
-        doc_ids = [hit.chunk.doc_id for hit in found.hits]
+        features = np.asarray(row["features"], dtype=np.float64).reshape(len(row["doc_ids"]), len(FEATURE_NAMES))
         examples.append(QueryExamples(
-            dataset.name, query.id, doc_ids, matrix,
-            np.array([doc in relevant for doc in doc_ids], dtype=np.int8), found.first_pass,
+            dataset.name, query.id, list(row["doc_ids"]), features,
+            np.array([doc in relevant for doc in row["doc_ids"]], dtype=np.int8), int(row["first_pass"]),
         ))
     return examples
+
+
+def cache_path(report_dir: Path, fingerprint: str, depth: int) -> Path:
+    """Where a dataset's extracted features are kept: per index, candidate depth and feature set."""
+    return report_dir / "fusion_features" / f"{fingerprint[:16]}-c{depth}-{FEATURES_VERSION}.jsonl"
+
+
+def _read_cache(path: Path) -> dict[str, dict[str, Any]]:
+    if not path.exists():
+        return {}
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut by an interruption
+        rows[row["query_id"]] = row
+    return rows
 
 
 def training_rows(
     examples: Sequence[QueryExamples], hard_negatives: int = DEFAULT_HARD_NEGATIVES
 ) -> tuple[np.ndarray, np.ndarray]:
     """(X, y) of the positives and hard negatives of ``examples`` (queries without a relevant
-    candidate give nothing to learn from and are left out)."""
+    candidate give nothing to learn from and are left out).
+
+    One row per **document**: its first chunk in candidate order. Relevance is judged per document,
+    so a document's later chunks would carry its label without their own evidence and teach the model
+    that "in the same document as a top hit" means relevant: on MTRAG-UN (several chunks per
+    document) that model filled the top 10 with chunks of the same documents (held-out nDCG@10 −0.025
+    with every chunk as a row, −0.000 with one row per document; docs/evaluation.md)."""
     xs, ys = [], []
     hop, ppr = FEATURE_NAMES.index("hop_z"), FEATURE_NAMES.index("ppr_z")
     for example in examples:
         if not example.labels.any():
             continue
-        positives = np.flatnonzero(example.labels == 1)
-        negatives = [i for i in range(example.first_pass) if not example.labels[i]][:hard_negatives]
-        added = [i for i in range(example.first_pass, len(example.doc_ids)) if not example.labels[i]]
+        firsts = list(dict.fromkeys(example.doc_ids).keys())
+        first_row = {doc: example.doc_ids.index(doc) for doc in firsts}
+        rows_by_document = sorted(first_row.values())
+        positives = [i for i in rows_by_document if example.labels[i]]
+        negatives = [i for i in rows_by_document if i < example.first_pass and not example.labels[i]][:hard_negatives]
+        added = [i for i in rows_by_document if i >= example.first_pass and not example.labels[i]]
         added.sort(key=lambda i: (-example.features[i, hop], -example.features[i, ppr], i))
-        rows = [*positives.tolist(), *negatives, *added[:hard_negatives]]
+        rows = [*positives, *negatives, *added[:hard_negatives]]
         xs.append(example.features[rows])
         ys.append(example.labels[rows])
     if not xs:

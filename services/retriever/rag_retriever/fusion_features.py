@@ -29,6 +29,7 @@ signals; :func:`feature_matrix` turns one query's candidates into a row per cand
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,6 +45,9 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
     "section": ("section_neighbour", "document_neighbour"),
 }
 FEATURE_NAMES: tuple[str, ...] = tuple(name for names in FEATURE_GROUPS.values() for name in names)
+#: Changes whenever a feature's definition changes (bump the number) or the list does: cached
+#: training features (``rag_eval.fusion_training``) of another version are not reused.
+FEATURES_VERSION = "f1-" + hashlib.sha256(" ".join(FEATURE_NAMES).encode()).hexdigest()[:8]
 
 
 @dataclass(frozen=True, slots=True)
