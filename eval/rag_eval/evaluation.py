@@ -308,8 +308,8 @@ class Evaluator:
         self, dataset: Dataset, queries: Sequence[Query], pipeline: Pipeline, index: dict[str, Any], depth: int
     ) -> None:
         """Learned fusion held out: the queries' candidates and features, one model per fold (k-fold by
-        question within the dataset, ``rag_eval.fusion_training``), and each question's search service
-        with the model of the folds it is not in."""
+        question within the dataset, ``rag_eval.fusion_training``; the served model's features and hard
+        negatives, refitted), and each question's search service with the model of the folds it is not in."""
         from rag_eval.fusion_training import cache_path, extract, held_out_models
         from rag_retriever.backends.base import FusionSettings
 
@@ -317,7 +317,11 @@ class Evaluator:
         cache = cache_path(self.options.reports / dataset.name, index["fingerprint"], depth)
         examples = await extract(retriever.search_services["min_max"], dataset, queries, depth, cache=cache,
                                  progress=self.options.progress)
-        models = held_out_models(examples, "within", folds=self.options.fusion_folds, seed=self.options.seed)
+        # The served model's recipe (its features, its hard negatives), refitted per fold.
+        served = _served_fusion_model()
+        recipe = {} if served is None else {"features": served.features,
+                                            "hard_negatives": served.provenance["training"]["hard_negatives_per_query"]}
+        models = held_out_models(examples, "within", folds=self.options.fusion_folds, seed=self.options.seed, **recipe)
         first_pass = FusionSettings(method="min_max", dense_weight=retriever.settings.hybrid_dense_weight)
         services: dict[int, Any] = {}
         for query in queries:
@@ -440,6 +444,18 @@ class Evaluator:
             plots.metric_vs_k(summaries, names, report_dir / f"{prefix}metric_vs_k.png", title=title),
             plots.latency_by_stage(summaries, report_dir / f"{prefix}latency_by_stage.png", title=title),
         ]
+
+
+def _served_fusion_model() -> Any:
+    """The fusion model the retriever's settings name (``RETRIEVER_FUSION_MODEL`` or the shipped one),
+    or None when there is none to read."""
+    from rag_retriever.learned_fusion import SHIPPED_MODEL, FusionModel, FusionModelError
+    from rag_retriever.settings import RetrieverSettings
+
+    try:
+        return FusionModel.load(RetrieverSettings().fusion_model or SHIPPED_MODEL)
+    except FusionModelError:
+        return None
 
 
 def _f(value: float | None) -> str:
