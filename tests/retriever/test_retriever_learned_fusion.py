@@ -105,8 +105,12 @@ def test_incompatible_files_are_refused_with_the_reason(changes: dict, reason: s
         FusionModel.from_json(_model_json(**changes))
 
 
-def test_the_retriever_refuses_to_start_with_a_bad_file(tmp_path: Path) -> None:
-    assert load_fusion_model(RetrieverSettings()) is None or RetrieverSettings().hybrid_normalization == "learned"
+def test_the_default_and_a_bad_file_refused_at_start(tmp_path: Path) -> None:
+    # The default: learned on the embedded backend (the shipped model), min_max on OpenSearch unless asked.
+    assert RetrieverSettings().hybrid_normalization == "learned"
+    assert load_fusion_model(RetrieverSettings()).features == FusionModel.load(SHIPPED_MODEL).features
+    assert RetrieverSettings(backend="opensearch").hybrid_normalization == "min_max"
+    assert load_fusion_model(RetrieverSettings(hybrid_normalization="rrf")) is None
     with pytest.raises(FusionModelError, match="does not exist"):
         load_fusion_model(RetrieverSettings(hybrid_normalization="learned", fusion_model=str(tmp_path / "none.json")))
     (tmp_path / "old.json").write_text(json.dumps(_model_json(schema_version=0)))
