@@ -26,14 +26,15 @@ from rag_retriever.settings import RetrieverSettings
 
 
 async def _examples(
-    dataset: Dataset, limit: int | None, seed: int, depth: int, reports: Path, embedder: Any
+    dataset: Dataset, limit: int | None, seed: int, depth: int, reports: Path, embedder: Any, *, ppr: bool
 ) -> list[training.QueryExamples]:
     from rag_eval.pipeline import open_retriever
 
     queries = select_queries(dataset, limit, seed=seed, require_gold=True)
     async with open_retriever(dataset, reports / ".index", embedder) as (retriever, index):
-        cache = training.cache_path(reports / dataset.name, index["fingerprint"], depth)
-        return await training.extract(retriever.search_services["min_max"], dataset, queries, depth, cache=cache)
+        cache = training.cache_path(reports / dataset.name, index["fingerprint"], depth, ppr=ppr)
+        return await training.extract(retriever.search_services["min_max"], dataset, queries, depth, ppr=ppr,
+                                      cache=cache)
 
 
 def _rows(
@@ -95,7 +96,8 @@ def run_training(
         dataset = load_dataset(name)
         dataset.name = name
         datasets[name] = dataset
-        examples += asyncio.run(_examples(dataset, limit, seed, depth, reports, embedder))
+        # Candidates as the model will be served: with PageRank's additions only if it reads PageRank.
+        examples += asyncio.run(_examples(dataset, limit, seed, depth, reports, embedder, ppr="ppr_z" in features))
     options = {"folds": folds, "seed": seed, "features": features, "hard_negatives": hard_negatives}
     hybrid = {example.key: example.hybrid_ranking() for example in examples}
     protocols = ["within", "pooled"] + (["lodo"] if len(datasets) > 1 else [])

@@ -208,7 +208,9 @@ class Evaluator:
             # Each run's own depth (the ``default`` run keeps the served one whatever --candidates says).
             base = f"{index_part};candidates={config.candidates};top_k={config.top_k}"
             if config.cross_fitted:
-                base += f";fusion_folds={self.options.fusion_folds};seed={self.options.seed}"
+                base += f";fusion_folds={self.options.fusion_folds};seed={self.options.seed};fusion_recipe=2"
+            elif config.mode == "hybrid" and config.fusion == "learned":
+                base += f";fusion_model={_served_fusion_model_digest()}"  # another model file: run it afresh
             return f"{base};llm={model}" if config.uses_llm else base
 
         return context
@@ -314,13 +316,15 @@ class Evaluator:
         from rag_retriever.backends.base import FusionSettings
 
         retriever = pipeline.retriever
-        cache = cache_path(self.options.reports / dataset.name, index["fingerprint"], depth)
-        examples = await extract(retriever.search_services["min_max"], dataset, queries, depth, cache=cache,
-                                 progress=self.options.progress)
-        # The served model's recipe (its features, its hard negatives), refitted per fold.
+        # The served model's recipe (its features, its hard negatives), refitted per fold, on candidates
+        # extracted as it is served (PageRank's additions only for a model that reads PageRank).
         served = _served_fusion_model()
         recipe = {} if served is None else {"features": served.features,
                                             "hard_negatives": served.provenance["training"]["hard_negatives_per_query"]}
+        ppr = served is None or served.uses_ppr
+        cache = cache_path(self.options.reports / dataset.name, index["fingerprint"], depth, ppr=ppr)
+        examples = await extract(retriever.search_services["min_max"], dataset, queries, depth, ppr=ppr, cache=cache,
+                                 progress=self.options.progress)
         models = held_out_models(examples, "within", folds=self.options.fusion_folds, seed=self.options.seed, **recipe)
         first_pass = FusionSettings(method="min_max", dense_weight=retriever.settings.hybrid_dense_weight)
         services: dict[int, Any] = {}
@@ -456,6 +460,17 @@ def _served_fusion_model() -> Any:
         return FusionModel.load(RetrieverSettings().fusion_model or SHIPPED_MODEL)
     except FusionModelError:
         return None
+
+
+def _served_fusion_model_digest() -> str:
+    """The first 12 hex digits of the sha256 of the served fusion model file ("none" without one)."""
+    import hashlib
+
+    from rag_retriever.learned_fusion import SHIPPED_MODEL
+    from rag_retriever.settings import RetrieverSettings
+
+    path = Path(RetrieverSettings().fusion_model or SHIPPED_MODEL)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else "none"
 
 
 def _f(value: float | None) -> str:

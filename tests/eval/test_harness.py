@@ -66,7 +66,9 @@ async def test_real_retriever_on_a_tiny_dataset(tmp_path: Path, embedder: Senten
         assert retriever.settings.index_dir == str(tmp_path / "index")
         # One search service per fusion, each with the settings' dense weight (private: no public accessor).
         assert {name: service._fusion for name, service in retriever.search_services.items()} == {
-            fusion: FusionSettings(method=fusion, dense_weight=0.3) for fusion in FUSIONS
+            **{fusion: FusionSettings(method=fusion, dense_weight=0.3) for fusion in FUSIONS},
+            # The served learned fusion (the default), over a min-max first pass.
+            "learned": FusionSettings(method="min_max", dense_weight=0.3),
         }
         stats = await retriever.ingest_corpus(dataset.corpus, source="tiny")
         assert (stats.documents, stats.chunks, stats.failed) == (4, 4, 0)
