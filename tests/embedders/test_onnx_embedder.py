@@ -198,3 +198,26 @@ def test_eval_fingerprint_separates_backends_and_keeps_torchs(
     ).hexdigest()
     assert corpus_fingerprint(Dataset(), torch_embedder, settings) == before
     assert corpus_fingerprint(Dataset(), onnx_embedder, settings) != before
+
+
+def test_serving_on_onnx_never_imports_torch(cache_dir: Path, onnx_embedder: OnnxEmbedder) -> None:
+    """What lets the retriever and generator images drop torch: with the export in place, building,
+    warming and using the embedder (and the retriever's chunk tokenizer) imports no torch, transformers
+    or sentence-transformers."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from rag_retriever.runtime import build_embedder\n"
+        "from rag_retriever.settings import RetrieverSettings\n"
+        "from rag_retriever.tokens import EmbedderTokenizer\n"
+        "embedder = build_embedder(RetrieverSettings())\n"
+        "embedder.encode_queries(['a question'])\n"
+        "EmbedderTokenizer(embedder).offsets('some text')\n"
+        "print(type(embedder).__name__, sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))\n"
+    )
+    env = {**__import__("os").environ, "EMBEDDER_BACKEND": "onnx", "EMBEDDER_ONNX_CACHE_DIR": str(cache_dir)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["OnnxEmbedder", "[]"]
