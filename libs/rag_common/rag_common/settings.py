@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -68,4 +70,31 @@ class LLMSettings(BaseSettings):
         description="Prior mean duration of one call, seconds, until calls have been measured; it sets the first "
         "expected waits. Too low admits calls that will time out, too high refuses calls that would have fit. "
         "Default 8 (SmolLM2-135M on 2 CPU cores).",
+    )
+
+
+class EmbedderSettings(BaseSettings):
+    """How the bi-encoder is run (prefix ``EMBEDDER_``), the same in every service that embeds: the
+    retriever, the reranker's fallback embedder, the generator and the eval harness. Which model is
+    each service's own ``*_EMBEDDING_MODEL``; docs/benchmarks.md has the measurements behind the default."""
+
+    model_config = SettingsConfigDict(env_prefix="EMBEDDER_", extra="ignore")
+
+    backend: Literal["onnx", "torch"] = Field(
+        default="onnx",
+        description="onnx: the model's own weights exported to ONNX (once, cached by a hash of the weights) and run "
+        "by ONNX Runtime; the same vectors as torch (cosine >= 0.99999), a query embedded about 3x faster, batches "
+        "about as fast, and no torch needed to serve. torch: sentence-transformers on torch; needed for a GPU "
+        "(*_DEVICE) and for a model without a tokenizer.json. Default onnx.",
+    )
+    onnx_cache_dir: str = Field(
+        default="",
+        description="Folder of the ONNX exports (<model>-<hash of its weights>/model.onnx); an export is made "
+        "there on first start if missing or stale (that needs torch: `make setup` and the images make it ahead). "
+        "Empty = $XDG_CACHE_HOME/rag/onnx (~/.cache/rag/onnx). Default empty.",
+    )
+    onnx_threads: int = Field(
+        default=0,
+        ge=0,
+        description="ONNX Runtime intra-op threads per embedder; 0 = one per physical core. Default 0.",
     )

@@ -59,10 +59,11 @@ def load_gate(settings: GeneratorSettings) -> AnswerabilityGate | None:
 
 
 def build_embedder(settings: GeneratorSettings) -> Embedder:
-    # Imported here: importing the app (and its schemas) must not need torch.
-    from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+    # Imported here: importing the app (and its schemas) must not load a model runtime.
+    from rag_common.embedders.factory import build_embedder as build_configured_embedder
 
-    return SentenceTransformerEmbedder(settings.embedding_model, device=settings.device)
+    # EMBEDDER_BACKEND: onnx by default (no torch imported at all), torch on request or a GPU device.
+    return build_configured_embedder(settings.embedding_model, device=settings.device)
 
 
 def build_answer_generator(

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from rag_common.embedders import Embedder, ModelNotAvailableError
-from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_common.embedders.factory import build_embedder as build_configured_embedder
 from rag_common.settings import LLMSettings
 from rag_reranker.batching import MicroBatcher, UnbatchedScorer
 from rag_reranker.scorers.base import PairScorer
@@ -62,7 +62,8 @@ def build_cross_encoder(settings: RerankerSettings) -> PairScorer | None:
 
 
 def build_embedder(settings: RerankerSettings) -> Embedder:
-    return SentenceTransformerEmbedder(
+    """The fallback embedder, run as ``EMBEDDER_BACKEND`` says (onnx by default; torch on a GPU device)."""
+    return build_configured_embedder(
         settings.embedding_model, device=resolve_device(settings.device), batch_size=settings.batch_size
     )
 

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from rag_common.embedders import Embedder
-from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_common.embedders.factory import build_embedder as build_configured_embedder
 from rag_retriever.backends.base import FusionSettings, SearchBackend
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
@@ -105,7 +105,8 @@ async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) 
 
 
 def build_embedder(settings: RetrieverSettings) -> Embedder:
-    return SentenceTransformerEmbedder(settings.embedding_model, device=settings.device)
+    """``settings.embedding_model`` run as ``EMBEDDER_BACKEND`` says (onnx by default)."""
+    return build_configured_embedder(settings.embedding_model, device=settings.device)
 
 
 @asynccontextmanager

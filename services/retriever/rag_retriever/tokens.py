@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from rag_common.embedders.onnx_runtime import OnnxEmbedder
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 
 
 class EmbedderTokenizer:
-    """Counts and locates tokens with a sentence-transformers model's tokenizer (no special tokens)."""
+    """Counts and locates tokens with the embedder's tokenizer (no special tokens)."""
 
-    def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
+    def __init__(self, embedder: SentenceTransformerEmbedder | OnnxEmbedder) -> None:
         self._embedder = embedder
 
     @property
@@ -19,7 +20,4 @@ class EmbedderTokenizer:
         return self._embedder.count_tokens(text)
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
-        encoded = self._embedder.model.tokenizer(
-            text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
-        )
-        return [(int(start), int(end)) for start, end in encoded["offset_mapping"]]
+        return self._embedder.token_offsets(text)

@@ -1,4 +1,8 @@
-"""Embedders (bi-encoders). Import costs torch: only the retriever and reranker use this package."""
+"""Embedders (bi-encoders): one implementation per file behind the :class:`Embedder` protocol.
+
+``factory.build_embedder`` picks one by ``EMBEDDER_BACKEND``: ``onnx_runtime.OnnxEmbedder`` (default;
+ONNX Runtime, the export made by ``onnx_export``) or ``sentence_transformer.SentenceTransformerEmbedder``
+(torch). Importing this package loads neither runtime; each is imported when its embedder warms up."""
 
 from rag_common.embedders.base import Embedder
 from rag_common.embedders.models import ModelNotAvailableError, resolve_model_path

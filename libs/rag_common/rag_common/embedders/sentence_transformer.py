@@ -21,6 +21,8 @@ logger = logging.getLogger("rag_common.embedders")
 
 
 class SentenceTransformerEmbedder:
+    backend = "torch"
+
     def __init__(
         self,
         model: str = "all-MiniLM-L6-v2",
@@ -101,6 +103,13 @@ class SentenceTransformerEmbedder:
         """Tokens of ``text`` without special tokens, however long (whole documents are counted to chunk
         them; nothing is truncated here, so the tokenizer's over-length warning is not emitted)."""
         return len(self.model.tokenizer(text, add_special_tokens=False, truncation=False, verbose=False)["input_ids"])
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character span of each token of ``text`` (no special tokens, no truncation)."""
+        encoded = self.model.tokenizer(
+            text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
+        )
+        return [(int(start), int(end)) for start, end in encoded["offset_mapping"]]
 
     @property
     def path(self) -> Path:

@@ -1,0 +1,33 @@
+"""The embedder the ``EMBEDDER_*`` settings ask for: every service and the eval harness build it here."""
+
+from __future__ import annotations
+
+import logging
+
+from rag_common.embedders.base import Embedder
+from rag_common.settings import EmbedderSettings
+
+logger = logging.getLogger("rag_common.embedders")
+
+
+def build_embedder(
+    model: str, *, device: str | None = None, batch_size: int = 64, settings: EmbedderSettings | None = None
+) -> Embedder:
+    """``EMBEDDER_BACKEND=onnx`` (ONNX Runtime, CPU) or ``torch`` (sentence-transformers on ``device``).
+
+    ONNX Runtime is run on the CPU only: with a GPU ``device`` the torch backend is used (and logged),
+    since there the GPU is the faster path. Nothing heavy is imported until the chosen one is built.
+    """
+    settings = settings or EmbedderSettings()
+    on_gpu = bool(device) and not str(device).startswith("cpu")
+    if settings.backend == "onnx" and not on_gpu:
+        from rag_common.embedders.onnx_runtime import OnnxEmbedder
+
+        return OnnxEmbedder(
+            model, cache_dir=settings.onnx_cache_dir or None, threads=settings.onnx_threads, batch_size=batch_size
+        )
+    if settings.backend == "onnx":
+        logger.info("EMBEDDER_BACKEND=onnx runs on the CPU only: device %s uses the torch embedder", device)
+    from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size)

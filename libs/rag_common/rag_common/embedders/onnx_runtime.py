@@ -1,0 +1,189 @@
+"""A sentence-transformers bi-encoder run by ONNX Runtime: the same vectors as the torch path, no torch.
+
+The network is the model's own weights exported to ONNX (:mod:`rag_common.embedders.onnx_export`,
+cached next to a hash of those weights). Around it, what sentence-transformers does for a mean-pooling
+model, written out: the model's ``tokenizer.json`` (the fast tokenizer sentence-transformers uses)
+truncating at ``max_seq_length`` (``sentence_bert_config.json``) and padding each batch to its longest
+text; texts length-sorted into batches of ``batch_size``; mean pooling over the attention mask; L2
+normalisation. Vectors match the torch embedder to float noise (cosine ≥ 0.99999, tests/embedders).
+
+Loading needs ``onnxruntime`` and ``tokenizers`` only (``rag-common[onnx]``); the export, made once,
+needs torch. Counting tokens and the truncation warning behave as in
+:class:`~rag_common.embedders.sentence_transformer.SentenceTransformerEmbedder`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from rag_common.embedders.models import ModelNotAvailableError, resolve_model_path
+
+logger = logging.getLogger("rag_common.embedders")
+
+ONNX_REQUIREMENT = "onnxruntime==1.31.1 tokenizers (pip install -c requirements/constraints.txt 'rag-common[onnx]')"
+
+
+class OnnxEmbedder:
+    backend = "onnx"
+
+    def __init__(
+        self,
+        model: str = "all-MiniLM-L6-v2",
+        *,
+        cache_dir: str | Path | None = None,
+        threads: int = 0,
+        batch_size: int = 64,
+        query_prefix: str = "",
+        document_prefix: str = "",
+    ) -> None:
+        self.model_id = model
+        self._path = resolve_model_path(model)
+        self._cache_dir = Path(cache_dir) if cache_dir else None
+        self._threads = threads
+        self._batch_size = batch_size
+        self._query_prefix = query_prefix
+        self._document_prefix = document_prefix
+        self._session = None
+        self._lock = threading.Lock()
+        self.dim = 0
+        self.max_seq_length = 0
+        self.onnx_path: Path | None = None
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise ModelNotAvailableError(f"EMBEDDER_BACKEND=onnx needs {ONNX_REQUIREMENT}") from exc
+            from rag_common.embedders.onnx_export import ensure_export
+
+            self.onnx_path = ensure_export(self._path, self._cache_dir)
+            self.max_seq_length = _max_seq_length(self._path)
+            self._batch_tokenizer = _load_tokenizer(Tokenizer, self._path)
+            self._batch_tokenizer.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
+            pad_id = self._batch_tokenizer.token_to_id("[PAD]")
+            self._batch_tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+            self._plain_tokenizer = _load_tokenizer(Tokenizer, self._path)
+            options = onnxruntime.SessionOptions()
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = self._threads
+            options.inter_op_num_threads = 1
+            session = onnxruntime.InferenceSession(
+                str(self.onnx_path), options, providers=["CPUExecutionProvider"]
+            )
+            self._input_names = {i.name for i in session.get_inputs()}
+            self.dim = int(session.get_outputs()[0].shape[-1])
+            self._session = session
+            self._run(["warm up"])
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        encodings = self._batch_tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})[0]
+        # Mean pooling over real tokens, then L2 normalisation: sentence-transformers' Pooling + Normalize.
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        # Longest first in batches of batch_size (less padding), as sentence-transformers' encode does.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), self._batch_size):
+            chosen = order[start : start + self._batch_size]
+            out[chosen] = self._forward([texts[i] for i in chosen])
+        return out
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        if self._session is None:
+            self.warm_up()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._run(texts)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode([self._query_prefix + t for t in texts])
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        prefixed = [self._document_prefix + t for t in texts]
+        self.warn_truncation(prefixed)
+        return self._encode(prefixed)
+
+    def _plain(self):  # noqa: ANN202 - tokenizers.Tokenizer, imported lazily
+        if self._session is None:
+            self.warm_up()
+        return self._plain_tokenizer
+
+    def input_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens the model would get for each text, special tokens included, before truncation."""
+        if not texts:
+            return []
+        return [len(e.ids) for e in self._plain().encode_batch(texts, add_special_tokens=True)]
+
+    def warn_truncation(self, texts: list[str]) -> int:
+        """Log (warning) how many of ``texts`` the model will cut at ``max_seq_length``; returns that number."""
+        if not texts:
+            return 0
+        limit = self.max_seq_length or (self.warm_up() or self.max_seq_length)
+        lengths = self.input_tokens([t for t in texts if len(t) > limit - 2])
+        over = [n for n in lengths if n > limit]
+        if over:
+            logger.warning(
+                "%d of %d texts exceed the embedder's max_seq_length (%d tokens; longest %d) and are truncated "
+                "for embedding: the cut part is not in their vectors", len(over), len(texts), limit, max(over),
+            )
+        return len(over)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` without special tokens, however long (nothing is truncated here)."""
+        return len(self._plain().encode(text, add_special_tokens=False).ids)
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character span of each token of ``text`` (no special tokens, no truncation)."""
+        return [(int(s), int(e)) for s, e in self._plain().encode(text, add_special_tokens=False).offsets]
+
+
+def _load_tokenizer(tokenizer_class, model_dir: Path):  # noqa: ANN001, ANN202
+    path = model_dir / "tokenizer.json"
+    if not path.is_file():
+        raise ModelNotAvailableError(
+            f"{model_dir} has no tokenizer.json (the fast tokenizer): EMBEDDER_BACKEND=onnx cannot tokenise "
+            "exactly as the torch path does; use EMBEDDER_BACKEND=torch for this model"
+        )
+    tokenizer = tokenizer_class.from_file(str(path))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def _max_seq_length(model_dir: Path) -> int:
+    """sentence-transformers' rule: sentence_bert_config.json's max_seq_length, else the tokenizer's and
+    the position embeddings' limit."""
+    config = json.loads((model_dir / "config.json").read_text())
+    limit = int(config.get("max_position_embeddings", 512))
+    st_config = model_dir / "sentence_bert_config.json"
+    if st_config.is_file():
+        value = json.loads(st_config.read_text()).get("max_seq_length")
+        if value:
+            return min(int(value), limit)
+    tokenizer_config = model_dir / "tokenizer_config.json"
+    if tokenizer_config.is_file():
+        value = json.loads(tokenizer_config.read_text()).get("model_max_length")
+        if isinstance(value, int) and value < limit:
+            return value
+    return limit
