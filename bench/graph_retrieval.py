@@ -44,6 +44,7 @@ import numpy as np
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.schemas import DocumentIn, SearchRequest
 from rag_eval.harness import EVAL_ACCESS
+from rag_eval.stats import percentiles
 from rag_eval.synthetic import SyntheticCorpus, pseudo_words
 from rag_retriever.backends.base import FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend, EmbeddedIndex
@@ -63,12 +64,11 @@ GOAL_ADDED_P50_MS = 20.0
 MODES = {"off": (False, False), "hop": (False, True), "ppr": (True, False), "hop+ppr": (True, True)}
 
 
-def summary(samples: list[float]) -> dict[str, float]:
-    values = np.asarray(samples)
+def summary(samples: list[float]) -> dict[str, Any]:
+    """p50 / p95 (``rag_eval.stats.percentiles``), mean and count, in ms rounded to µs."""
     return {
-        "p50": round(float(np.percentile(values, 50)), 3),
-        "p95": round(float(np.percentile(values, 95)), 3),
-        "mean": round(float(values.mean()), 3),
+        **{name: round(value, 3) for name, value in percentiles(samples).items() if value is not None},
+        "mean": round(float(np.mean(samples)), 3),
         "n": len(samples),
     }
 

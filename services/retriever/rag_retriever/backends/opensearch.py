@@ -252,11 +252,15 @@ class OpenSearchBackend:
         self, query: str, hits: list[ScoredChunk], k: int, filters: Filters | None, access: AccessFilter | None,
         *, with_vectors: bool, ppr: bool, hop: bool, options: GraphOptions,
     ) -> tuple[list[ScoredChunk], dict[str, Any]]:
-        """``hits`` extended by the second hop, from the chunks' graph fields (``opensearch_graph``)."""
-        return await opensearch_graph.graph_search(
-            self._client, self.alias, query, hits, k, filters, access,
-            with_vectors=with_vectors, ppr=ppr, hop=hop, options=options,
+        """``hits`` extended by the second hop, from the chunks' graph fields (``opensearch_graph``).
+        No personalised PageRank here: ``ppr`` only sets ``info["ppr_unavailable"]``."""
+        info: dict[str, Any] = {"ppr_unavailable": 1} if ppr else {}
+        if not hop:
+            return list(hits[:k]), info
+        ranked, facts = await opensearch_graph.second_hop(
+            self._client, self.alias, query, hits, k, (filters, access, with_vectors), options
         )
+        return ranked, {**info, **facts}
 
     # ------------------------------------------------------------------ Catalog
 

@@ -22,8 +22,9 @@ that wrote its ``graph_entities``), so the hits need no extra field.
 
 Personalised PageRank is not run here: its neighbourhood (chunk → entity → document → section →
 chunk, up to ``graph_retrieval.MAX_NODES`` nodes) would take a dependent request per radius step and
-bring back thousands of chunks' graph fields per query; a request with ``graph`` gets the hop (if
-asked) and ``info["ppr_unavailable"]``, which the search service reports as
+bring back thousands of chunks' graph fields per query (and it measured no better than hybrid:
+docs/evaluation.md). ``OpenSearchBackend.graph_search`` answers a request with ``graph`` by the hop
+alone (if asked) and ``info["ppr_unavailable"]``, which the search service reports as
 ``timings_ms["graph_ppr_unavailable"]``.
 """
 
@@ -42,26 +43,22 @@ from rag_retriever.graph_retrieval import GraphOptions, asked_entities, follow_u
 from rag_retriever.records import ScoredChunk
 
 
-async def graph_search(
+async def second_hop(
     client: AsyncOpenSearch,
     alias: str,
     query: str,
     hits: Sequence[ScoredChunk],
     k: int,
-    filters: Filters | None,
-    access: AccessFilter | None,
-    *,
-    with_vectors: bool,
-    ppr: bool,
-    hop: bool,
+    scope: tuple[Filters | None, AccessFilter | None, bool],
     options: GraphOptions,
 ) -> tuple[list[ScoredChunk], dict[str, Any]]:
-    """``hits`` extended by the second hop when ``hop``; the best ``k`` (see the module docstring)."""
+    """``hits`` (a first pass, best first) extended by the second hop; the best ``k``, and facts for
+    the response's timings. ``scope`` is what every follow-up search keeps: (filters, access,
+    with_vectors)."""
+    filters, access, with_vectors = scope
     info: dict[str, Any] = {}
-    if ppr:
-        info["ppr_unavailable"] = 1
-    if not hits or not hop:
-        return list(hits[:k]), info
+    if not hits:
+        return [], info
     scored = scaled_first_pass(hits)
     top = [(hit, chunk_node(hit.chunk)) for hit in list(scored.values())[: options.hop_passages]]
     names = {*capitalised_spans(query), *query_ngrams(query)}
