@@ -49,6 +49,7 @@ bench: setup
 	$(PY) bench/retrieval_latency.py
 	$(PY) bench/retrieval_acl_latency.py
 	$(PY) bench/retrieval_ingest.py
+	$(PY) bench/graph_retrieval.py
 	$(PY) bench/retrieval_quality.py
 	$(PY) bench/reranker_stages.py
 	$(PY) bench/reranker_quality.py

@@ -14,7 +14,8 @@ waiting for the parent's random kill:
 - ``mid_graph_write``: half of the new graph file written to its temporary name;
 - ``before_meta``: the new graph renamed into place, ``meta.json`` not yet written;
 - ``before_entity_graph``: tantivy committed, the structure-and-entity graph not yet updated;
-- ``mid_entity_graph_write``: half of the new ``graph.json`` written to its temporary name.
+- ``mid_entity_graph_write``: inside the SQLite transaction of the graph's rows (``graph.sqlite``),
+  the replaced rows deleted, the new ones not yet inserted nor committed.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import EmbeddedIndex
-from rag_retriever.entity_graph import EntityGraph
+from rag_retriever.entity_graph_store import GraphStore
 from rag_retriever.records import ChunkRecord
 
 DIM = 32
@@ -92,16 +93,17 @@ def arm(point: str, on_call: int) -> None:
 
         EmbeddedIndex._update_entity_graph = update_entity_graph
     elif point == "mid_entity_graph_write":
-        original_graph_save = EntityGraph.save
+        original_apply = GraphStore.apply
 
-        def save(self, path, write_atomically):
+        def apply(self, deleted, added):
             if due():
-                data = json.dumps(self.to_json())
-                (path.with_name(path.name + ".tmp")).write_text(data[: len(data) // 2])
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("DELETE FROM chunks WHERE label = ?", [(int(label),) for label in deleted])
+                self._db.executemany("INSERT INTO chunks (label, node) VALUES (?, '[')", [(int(label),) for label, _ in list(added)[:1]])
                 die()
-            return original_graph_save(self, path, write_atomically)
+            return original_apply(self, deleted, added)
 
-        EntityGraph.save = save
+        GraphStore.apply = apply
     else:
         raise SystemExit(f"unknown --die-at {point!r}")
 

@@ -24,7 +24,7 @@ class Call:
     method: str
     path: str
     params: dict[str, str]
-    #: Parsed JSON body; for ``_bulk`` the list of parsed NDJSON lines; None without a body.
+    #: Parsed JSON body; for ``_bulk`` and ``_msearch`` the list of parsed NDJSON lines; None without a body.
     body: Any
 
 
@@ -105,7 +105,7 @@ def _parse(url: str, body: bytes | str | None) -> Any:
     if body is None:
         return None
     text = _text(body)
-    if url.endswith("/_bulk"):
+    if url.endswith("/_bulk") or url.endswith("/_msearch"):
         return [json.loads(line) for line in text.splitlines() if line]
     return json.loads(text)
 

@@ -14,6 +14,7 @@ import pytest
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedBackend, EmbeddedIndex, IndexMismatchError
 from rag_retriever.chunking import Chunker
+from rag_retriever.entity_graph_store import SIDE_FILES
 from rag_common.schemas import DocumentIn
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.ingestion import Ingestor, to_source_document
@@ -347,7 +348,7 @@ async def test_a_format_1_index_is_upgraded_in_place_and_reingesting_adds_the_ha
     upgraded = EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
     try:
         assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 3
-        assert sorted(p.name for p in path.iterdir()) == ["graph.json", "meta.json", "tantivy", "vectors.hnsw"]
+        assert sorted(p.name for p in path.iterdir() if p.name not in SIDE_FILES) == ["graph.sqlite", "meta.json", "tantivy", "vectors.hnsw"]
         assert await upgraded.count() == CORPUS_SIZE
         assert doc_ids(await upgraded.search_dense(vectors[0], 1)) == ["tcp"]  # labels kept: the graph still fits
         assert doc_ids(await upgraded.search_bm25("handshake", 1)) == ["tcp"]
@@ -413,7 +414,7 @@ def test_an_interrupted_upgrade_starts_again_from_the_kept_old_index(tmp_path, o
     try:
         assert reopened.count() == CORPUS_SIZE
         assert doc_ids(reopened.search_dense(corpus_chunks[1][4], k=1)) == ["tcp"]
-        assert sorted(p.name for p in path.iterdir()) == ["graph.json", "meta.json", "tantivy", "vectors.hnsw"]
+        assert sorted(p.name for p in path.iterdir() if p.name not in SIDE_FILES) == ["graph.sqlite", "meta.json", "tantivy", "vectors.hnsw"]
     finally:
         reopened.close()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import math
 import os
 import random
@@ -520,3 +521,83 @@ async def test_hybrid_is_at_least_as_good_as_either_list_on_vaswani(backend: Sea
     print(f"{backend.__class__.__name__} nDCG@10 over {len(vaswani.queries)} Vaswani queries: {mean}")
     for fused in ("min_max", "rrf"):
         assert mean[fused] >= best_single - TOLERANCE, mean
+
+
+# --------------------------------------------------------------------------- graph: the second hop
+# The embedded backend reads the graph from its entity graph, OpenSearch from the chunks' graph_entities
+# and graph_title fields (backends/opensearch_graph.py): the same follow-ups, the same answers.
+
+HOP_QUESTION = "What government position was held by the woman who portrayed Corliss Archer in the film Kiss and Tell?"
+HOP_DOCUMENTS = {
+    "kiss-and-tell": (
+        "Kiss and Tell (1945 film)",
+        "Kiss and Tell is a 1945 American comedy film starring then 17-year-old Shirley Temple as Corliss Archer. "
+        "In the film, two teenage girls cause their respective parents much concern.",
+    ),
+    "shirley-temple": (
+        "Shirley Temple",
+        "Shirley Temple Black was an American actress, singer and dancer, who later served as Chief of Protocol "
+        "of the United States and as United States Ambassador to Ghana and to Czechoslovakia.",
+    ),
+    "jean-arthur": ("Jean Arthur", "Jean Arthur was an American actress and a star of screwball comedies."),
+    **{
+        f"film-{i}": (
+            f"Comedy film {i}",
+            f"Comedy film {i} is a comedy film about a teenage girl and her parents, who played parts in a film of "
+            f"{1940 + i}; the woman who portrayed the mother held no position.",
+        )
+        for i in range(6)
+    },
+}
+
+
+def hop_chunk(doc_id: str, text: str | None = None, **fields) -> ChunkRecord:
+    title, body = HOP_DOCUMENTS[doc_id]
+    body = text if text is not None else body
+    return ChunkRecord(
+        chunk_id=f"{doc_id}:{hashlib.sha256(body.encode()).hexdigest()[:8]}", doc_id=doc_id, text=body, chunk_index=0, title=title,
+        source=f"{doc_id}.txt", **fields,
+    )
+
+
+async def hop_search(backend: SearchBackend, embedder, access: AccessFilter, *, hop: bool, k: int = 3) -> list[str]:
+    from rag_retriever.graph_retrieval import GraphOptions
+
+    first = await backend.search_hybrid(HOP_QUESTION, query_vector(embedder, HOP_QUESTION), k, None, MIN_MAX, access=access)
+    hits, _ = await backend.graph_search(  # type: ignore[attr-defined]
+        HOP_QUESTION, first, k, None, access, with_vectors=False, ppr=False, hop=hop, options=GraphOptions()
+    )
+    return doc_ids(hits)
+
+
+async def test_the_second_hop_reaches_the_bridge_document_and_follows_re_ingests(backend: SearchBackend, embedder):
+    everyone = AccessFilter("default", ("*",))
+    chunks = [hop_chunk(doc_id) for doc_id in HOP_DOCUMENTS]
+    await backend.upsert(chunks, embedder.encode_documents([c.text for c in chunks]))
+    plain = await hop_search(backend, embedder, everyone, hop=False)
+    assert plain[0] == "kiss-and-tell" and "shirley-temple" not in plain
+    hopped = await hop_search(backend, embedder, everyone, hop=True)
+    assert hopped[0] == "kiss-and-tell" and "shirley-temple" in hopped
+
+    # Re-ingesting the first document with another star moves the hop with it: its graph part changed.
+    recast = hop_chunk("kiss-and-tell", "Kiss and Tell is a 1945 comedy film starring Jean Arthur as Corliss Archer.")
+    await backend.replace_documents(["kiss-and-tell"], [recast], embedder.encode_documents([recast.text]), tenant="default")
+    hopped = await hop_search(backend, embedder, everyone, hop=True)
+    assert "jean-arthur" in hopped and "shirley-temple" not in hopped
+
+    # A deleted document is neither counted nor found any more.
+    await backend.delete_document("jean-arthur")
+    assert "jean-arthur" not in await hop_search(backend, embedder, everyone, hop=True, k=10)
+
+
+async def test_the_second_hop_never_returns_what_the_caller_may_not_read(backend: SearchBackend, embedder):
+    chunks = [
+        hop_chunk(doc_id, tenant="acme", readers=["user:ann"] if doc_id == "shirley-temple" else ["*"])
+        for doc_id in HOP_DOCUMENTS
+    ]
+    await backend.upsert(chunks, embedder.encode_documents([c.text for c in chunks]))
+    ann = AccessFilter("acme", ("*", "user:ann"))
+    bob = AccessFilter("acme", ("*", "user:bob"))
+    assert "shirley-temple" in await hop_search(backend, embedder, ann, hop=True, k=10)
+    assert "shirley-temple" not in await hop_search(backend, embedder, bob, hop=True, k=10)
+    assert await hop_search(backend, embedder, AccessFilter("globex", ("*",)), hop=True) == []

@@ -5,6 +5,7 @@ bridge passage the first pass ranks low, never past the caller's access."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import networkx as nx
@@ -13,10 +14,11 @@ import pytest
 
 from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
 from rag_retriever.backends.base import AccessFilter, FusionSettings
+from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker
 from rag_retriever.entities import capitalised_spans, chunk_entities, query_entities, title_entity
-from rag_retriever.entity_graph import GRAPH_FILE
+from rag_retriever.entity_graph_store import GRAPH_DB, LEGACY_GRAPH_FILE, GraphStore
 from rag_retriever.graph_retrieval import GraphOptions, _walk
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
@@ -130,15 +132,69 @@ async def test_graph_is_built_at_ingestion_incremental_and_persisted(tmp_path, e
     await backend.close()
 
     reopened = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
-    assert reopened.index.graph.to_json() == saved  # read back from graph.json
+    assert reopened.index.graph.to_json() == saved  # read back from graph.sqlite
     await reopened.close()
-    (path / GRAPH_FILE).unlink()  # lost: rebuilt from the stored chunks on open
+    (path / GRAPH_DB).unlink()  # lost: rebuilt from the stored chunks on open
     rebuilt = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
     assert rebuilt.index.graph.to_json() == saved
     await rebuilt.delete_document("kiss-and-tell", tenant="default")
     assert "jean arthur" not in rebuilt.index.graph.entity_chunks
     assert rebuilt.index.consistency().consistent
     await rebuilt.close()
+
+
+async def test_a_write_stores_only_its_own_rows_and_a_restart_reads_them(tmp_path, embedder, tokenizer, monkeypatch) -> None:
+    path = tmp_path / "index"
+    backend, lock = await _ingested(path, embedder, tokenizer, BRIDGE)
+    written: list[tuple[list[int], list[int]]] = []
+    original = GraphStore.apply
+
+    def apply(self, deleted, added):
+        added = list(added)
+        written.append((sorted(deleted), [label for label, _ in added]))
+        return original(self, deleted, added)
+
+    monkeypatch.setattr(GraphStore, "apply", apply)
+    old = _label(backend.index.graph, "kiss-and-tell")
+    changed = BRIDGE[0].model_copy(update={"text": "Kiss and Tell is a 1945 film starring Jean Arthur."})
+    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], tenant="default")
+    new = _label(backend.index.graph, "kiss-and-tell")
+    assert written == [([old], [new])]  # one row out, one in: not the other nine documents' rows
+    await backend.delete_document("film-3", tenant="default")
+    assert written[-1][1] == [] and len(written[-1][0]) == 1
+    saved = backend.index.graph.to_json()
+    await backend.close()
+
+    reopened = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    assert reopened.index.graph.to_json() == saved
+    assert "jean arthur" in reopened.index.graph.nodes[new].entities
+    assert not any(node.document == "default\x00film-3" for node in reopened.index.graph.nodes.values())
+    assert GraphStore(path).labels() == set(reopened.index.graph.nodes)
+    await reopened.close()
+
+
+async def test_a_graph_json_of_format_1_is_migrated_into_graph_sqlite(tmp_path, embedder, tokenizer, monkeypatch) -> None:
+    path = tmp_path / "index"
+    backend, _ = await _ingested(path, embedder, tokenizer, BRIDGE)
+    saved = backend.index.graph.to_json()
+    await backend.close()
+    # What the previous code left: graph.json (format 1), no graph.sqlite.
+    legacy = {"format": 1, "extractor": saved["extractor"], "chunks": saved["chunks"]}
+    (path / LEGACY_GRAPH_FILE).write_text(json.dumps(legacy))
+    (path / GRAPH_DB).unlink()
+
+    def no_extraction(chunk):
+        raise AssertionError("migrated, not re-extracted from the stored chunks")
+
+    monkeypatch.setattr(embedded, "chunk_node", no_extraction)
+    reopened = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    assert reopened.index.graph.to_json() == saved
+    assert not (path / LEGACY_GRAPH_FILE).exists() and (path / GRAPH_DB).exists()
+    assert reopened.index.consistency().consistent
+    await reopened.close()
+    store = GraphStore(path)
+    assert store.current() and len(store.labels()) == len(saved["chunks"])
+    store.close()
 
 
 # ------------------------------------------------------------------------------ search signals

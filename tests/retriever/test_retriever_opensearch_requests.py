@@ -29,7 +29,7 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 ALIAS = "rag-chunks"
 NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP = "2025-01-02T03:04:05.678+00:00"
-PHYSICAL = "rag-chunks-v3-20250102-030405"
+PHYSICAL = "rag-chunks-v4-20250102-030405"
 CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
 SOURCE_EXCLUDES = {"excludes": ["embedding"]}
@@ -91,12 +91,12 @@ async def backend(cluster: FakeCluster):
 EXPECTED_TEMPLATE = {
     "index_patterns": ["rag-chunks-v*"],
     "priority": 100,
-    "version": 3,
+    "version": 4,
     "template": {
         "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"template_version": 3, "model_id": "test-model", "dim": 4},
+            "_meta": {"template_version": 4, "model_id": "test-model", "dim": 4},
             "properties": {
                 "embedding": {
                     "type": "knn_vector",
@@ -125,6 +125,8 @@ EXPECTED_TEMPLATE = {
                 "doc_fingerprint": {"type": "keyword"},
                 "content_hash": {"type": "keyword"},
                 "readers": {"type": "keyword"},
+                "graph_entities": {"type": "keyword"},
+                "graph_title": {"type": "keyword"},
                 "page": {"type": "integer"},
                 "chunk_index": {"type": "integer"},
                 "metadata": {"type": "object", "enabled": False},
@@ -173,7 +175,7 @@ async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_c
     }
 
 
-def mapping_answer(dim: int, model_id: str, version: int = 3) -> dict:
+def mapping_answer(dim: int, model_id: str, version: int = 4) -> dict:
     return {
         PHYSICAL: {
             "mappings": {
@@ -196,6 +198,7 @@ async def test_ensure_index_keeps_an_existing_alias_after_checking_its_vectors(b
     ]
 
 
+GRAPH_FIELDS = {"graph_entities": {"type": "keyword"}, "graph_title": {"type": "keyword"}}
 #: After an upgrade from before version 3: the old chunks become the default tenant's, readable by all of it.
 ACCESS_BACKFILL = {
     "query": {"bool": {"must_not": [{"exists": {"field": "readers"}}]}},
@@ -209,7 +212,10 @@ ACCESS_BACKFILL = {
 
 @pytest.mark.parametrize(
     ("version", "added"),
-    [(1, {"content_hash": {"type": "keyword"}, "readers": {"type": "keyword"}}), (2, {"readers": {"type": "keyword"}})],
+    [
+        (1, {"content_hash": {"type": "keyword"}, "readers": {"type": "keyword"}, **GRAPH_FIELDS}),
+        (2, {"readers": {"type": "keyword"}, **GRAPH_FIELDS}),
+    ],
 )
 async def test_ensure_index_upgrades_an_older_index_in_place_and_gives_its_chunks_the_default_tenant(
     backend, cluster, version, added
@@ -225,9 +231,25 @@ async def test_ensure_index_upgrades_an_older_index_in_place_and_gives_its_chunk
         ("GET", "/rag-chunks/_mapping", {}, None),
         (
             "PUT", f"/{PHYSICAL}/_mapping", {},
-            {"_meta": {"template_version": 3, "model_id": "test-model", "dim": 4}, "properties": added},
+            {"_meta": {"template_version": 4, "model_id": "test-model", "dim": 4}, "properties": added},
         ),
         ("POST", f"/{PHYSICAL}/_update_by_query", {"conflicts": "proceed", "refresh": "true"}, ACCESS_BACKFILL),
+        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
+    ]
+
+
+async def test_a_version_3_index_gets_the_graph_fields_in_place_and_no_backfill(backend, cluster):
+    # Its chunks keep their tenant and readers; they lack the graph fields until re-ingested (the
+    # second hop then neither counts nor follows their entities).
+    cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", version=3))
+    await backend.ensure_index()
+    assert [(c.method, c.path, c.params, c.body) for c in cluster.calls][2:] == [
+        ("GET", "/rag-chunks/_mapping", {}, None),
+        (
+            "PUT", f"/{PHYSICAL}/_mapping", {},
+            {"_meta": {"template_version": 4, "model_id": "test-model", "dim": 4}, "properties": GRAPH_FIELDS},
+        ),
         ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
     ]
 
@@ -236,10 +258,13 @@ def test_only_an_index_behind_by_added_fields_is_upgraded_in_place():
     from rag_retriever.backends.opensearch_requests import mapping_upgrade_body
 
     assert mapping_upgrade_body({"_meta": {"template_version": 2}}) == {
-        "_meta": {"template_version": 3}, "properties": {"readers": {"type": "keyword"}},
+        "_meta": {"template_version": 4}, "properties": {"readers": {"type": "keyword"}, **GRAPH_FIELDS},
     }
-    assert mapping_upgrade_body({"_meta": {"template_version": 3}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 3}}) == {
+        "_meta": {"template_version": 4}, "properties": GRAPH_FIELDS,
+    }
     assert mapping_upgrade_body({"_meta": {"template_version": 4}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 5}}) is None
     assert mapping_upgrade_body({"_meta": {"template_version": 0}}) is None  # version 1 changed more: reindex
     assert mapping_upgrade_body({}) is None
 
@@ -561,6 +586,8 @@ async def test_upsert_sends_index_actions_keyed_by_chunk_id_and_waits_for_refres
             "readers": ["group:geo", "user:ann"],
             "content_type": "text/markdown",
             "acl": ["geo", "staff"],
+            "graph_entities": ["geology", "lava"],
+            "graph_title": "volcanoes",
             "created_at": STAMP,
             "updated_at": STAMP,
             "embedding": [1.0, 0.0, 0.0, 0.0],
@@ -580,6 +607,8 @@ async def test_upsert_sends_index_actions_keyed_by_chunk_id_and_waits_for_refres
             "tenant": "globex",
             "readers": ["*"],
             "content_type": "text/plain",
+            "graph_entities": ["style", "era"],
+            "graph_title": "jazz",
             "created_at": STAMP,
             "updated_at": STAMP,
             "embedding": [0.0, 0.5, 0.5, 0.0],
@@ -854,7 +883,7 @@ async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monke
         assert (template.path, head.path, pipeline.path) == (
             "/_index_template/kb-template", "/_alias/kb", "/_search/pipeline/kb-hybrid-zscore-dense600"
         )
-        assert re.fullmatch(r"/kb-v3-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
+        assert re.fullmatch(r"/kb-v4-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
         assert template.body["template"]["mappings"]["properties"]["embedding"]["method"] == {
             "name": "hnsw", "engine": "lucene", "space_type": "innerproduct",
             "parameters": {"m": 24, "ef_construction": 128},

@@ -127,11 +127,17 @@ def chunk_entities(title: str, section_path: Iterable[str], text: str) -> tuple[
 def query_entities(query: str, known: Callable[[str], bool], max_ngram: int = 4) -> list[str]:
     """The query's entities: its capitalised spans, and its 2…``max_ngram``-word n-grams for which
     ``known(name)`` (an entity of the index), each once, longer n-grams first."""
-    names = capitalised_spans(query)
-    tokens = normalise(query).split()
-    for size in range(min(max_ngram, len(tokens)), 1, -1):
-        for start in range(len(tokens) - size + 1):
-            gram = " ".join(tokens[start : start + size])
-            if known(gram):
-                names.append(gram)
+    names = capitalised_spans(query) + [gram for gram in query_ngrams(query, max_ngram) if known(gram)]
     return list(dict.fromkeys(names))
+
+
+def query_ngrams(query: str, max_ngram: int = 4) -> list[str]:
+    """The normalised query's 2…``max_ngram``-word n-grams, longer first, each once: what
+    ``query_entities`` looks up (the OpenSearch backend asks for all of them in one request)."""
+    tokens = normalise(query).split()
+    grams = [
+        " ".join(tokens[start : start + size])
+        for size in range(min(max_ngram, len(tokens)), 1, -1)
+        for start in range(len(tokens) - size + 1)
+    ]
+    return list(dict.fromkeys(grams))

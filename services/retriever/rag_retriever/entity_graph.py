@@ -1,4 +1,5 @@
-"""The structure-and-entity graph of the embedded index: sparse, built at ingestion, one file.
+"""The structure-and-entity graph of the embedded index: sparse, built at ingestion, kept in memory
+and stored row by row (``entity_graph_store``).
 
 Nodes are the chunks (by their HNSW/tantivy ``label``), their sections, their documents and
 entities (``rag_retriever.entities``). Edges, all undirected with weight 1:
@@ -11,9 +12,10 @@ entities (``rag_retriever.entities``). Edges, all undirected with weight 1:
   reaches the document titled "Shirley Temple" in two steps: the bridge of a two-hop question).
 
 Like the vector graph, it is *derived* from tantivy, the source of truth: the index adds a write's
-chunks and drops its replaced labels right after the tantivy commit, then saves this file by atomic
-rename (``graph.json``); on open, labels tantivy no longer has are dropped and stored chunks the file
-lacks are re-extracted from their stored payloads (``EmbeddedIndex._reconcile``). So a kill -9 at any
+chunks and drops its replaced labels right after the tantivy commit, then writes exactly those rows
+to ``graph.sqlite`` in one transaction (``GraphStore.apply``); on open, labels tantivy no longer has
+are dropped and stored chunks the file lacks are re-extracted from their stored payloads
+(``EmbeddedIndex._reconcile``). So a kill -9 at any
 point leaves a graph that, once the index is open, matches the stored chunks exactly, and re-ingesting
 a document replaces exactly its part of the graph (its old labels go, its new ones come).
 
@@ -23,19 +25,13 @@ here holds a global matrix, so a write costs only its own chunks.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rag_retriever.entities import EXTRACTOR_VERSION, chunk_entities
 from rag_retriever.records import ChunkRecord
-
-GRAPH_FILE = "graph.json"
-#: The file's layout; a file of another format or extractor version is rebuilt from the chunks.
-GRAPH_FORMAT = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +128,10 @@ class EntityGraph:
     def is_entity(self, name: str) -> bool:
         return name in self.entity_chunks or name in self.entity_documents
 
+    def is_title(self, name: str) -> bool:
+        """Whether ``name`` is the title entity of an indexed document."""
+        return name in self.entity_documents
+
     def entity_degree(self, name: str) -> int:
         """Chunks that mention ``name`` plus documents titled ``name``: what the hub cap counts."""
         return len(self.entity_chunks.get(name, ())) + len(self.entity_documents.get(name, ()))
@@ -163,35 +163,14 @@ class EntityGraph:
         out = [f"c:{label}" for label in self.entity_chunks.get(key, ())]
         return [*out, *(f"d:{document}" for document in self.entity_documents.get(key, ()))]
 
-    # ------------------------------------------------------------------ file
+    # ------------------------------------------------------------------ comparison
 
     def to_json(self) -> dict[str, Any]:
+        """Every chunk's node by label, with the extractor version: equal for equal graphs."""
         return {
-            "format": GRAPH_FORMAT,
             "extractor": EXTRACTOR_VERSION,
-            "chunks": {str(label): node.to_json() for label, node in self.nodes.items()},
+            "chunks": {str(label): node.to_json() for label, node in sorted(self.nodes.items())},
         }
-
-    def save(self, path: Path, write_atomically: Any) -> None:
-        data = json.dumps(self.to_json(), ensure_ascii=False, separators=(",", ":"))
-        write_atomically(path, lambda tmp: tmp.write_text(data, encoding="utf-8"))
-
-    @classmethod
-    def load(cls, path: Path) -> EntityGraph | None:
-        """The graph saved at ``path``, or None when it is absent, unreadable or of another
-        format/extractor version (the caller rebuilds it from the stored chunks)."""
-        if not path.exists():
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if data.get("format") != GRAPH_FORMAT or data.get("extractor") != EXTRACTOR_VERSION:
-            return None
-        graph = cls()
-        for label, row in data.get("chunks", {}).items():
-            graph.add(int(label), ChunkNode.from_json(row))
-        return graph
 
 
 def _discard(index: dict[str, set[Any]], key: str, value: Any) -> None:

@@ -63,7 +63,7 @@ def fusion_candidates(
     # The graph signals see the first pass as graph_search does: scores scaled by the best hit's.
     top = max(hit.score for hit in first)
     scaled = [ScoredChunk(hit.chunk, hit.score / top if top > 0 else 0.0, hit.vector) for hit in first]
-    asked = asked_entities(index, query, options)
+    asked = asked_entities(query, index.graph, options)
     hop = second_hop(index, scaled, asked, filters, access, with_vectors=with_vectors, options=options)
     candidates = list(first)
     known = {hit.chunk.chunk_id for hit in candidates}

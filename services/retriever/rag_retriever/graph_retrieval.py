@@ -1,5 +1,8 @@
 """Graph retrieval signals over the embedded index's structure-and-entity graph (``entity_graph.py``):
-what a search does after its first pass when ``graph`` / ``second_hop`` are on.
+what a search does after its first pass when ``graph`` / ``second_hop`` are on. The second hop's
+pieces (``scaled_first_pass``, ``asked_entities``, ``follow_ups``, ``merge_follow_up``) are shared with
+the OpenSearch backend, which answers the same questions from fields of its chunk documents
+(``backends/opensearch_graph.py``).
 
 1. **Second hop** (``hop``): the entities and titles of the first-pass top ``hop_passages`` passages
    that are not the query's own entities (nor the passage's own title) become follow-up BM25
@@ -25,11 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from rag_retriever.entities import query_entities
+from rag_retriever.entity_graph import ChunkNode
 from rag_retriever.pagerank import personalised_pagerank
 from rag_retriever.records import ScoredChunk
 
@@ -87,12 +91,9 @@ def graph_search(
     info: dict[str, Any] = {}
     if not hits or not (ppr or hop):
         return list(hits[:k]), info
-    top = max(hit.score for hit in hits)
-    scored: dict[str, ScoredChunk] = {}
-    for rank, hit in enumerate(hits):
-        score = hit.score / top if top > 0 else 1.0 / (1 + rank)
-        scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector)
-    asked = asked_entities(index, query, options)
+    graph = index.graph
+    scored = scaled_first_pass(hits)
+    asked = asked_entities(query, graph, options)
     info["query_entities"] = len(asked)
 
     if hop:
@@ -120,11 +121,70 @@ def graph_search(
     return ranked[:k], info
 
 
-def asked_entities(index: EmbeddedIndex, query: str, options: GraphOptions) -> set[str]:
-    """The query's entities that the graph knows and that are not hubs (what walks and hops use)."""
-    graph = index.graph
+class EntityStats(Protocol):
+    """What the signals need to know of an entity: the embedded ``EntityGraph``, or the counts the
+    OpenSearch backend aggregates per query (``opensearch_requests.entity_stats_from``)."""
+
+    def is_entity(self, name: str) -> bool: ...
+
+    def entity_degree(self, name: str) -> int: ...
+
+    def is_title(self, name: str) -> bool: ...
+
+
+def scaled_first_pass(hits: Sequence[ScoredChunk]) -> dict[str, ScoredChunk]:
+    """The first pass by chunk id, best first, each score divided by the best (by rank when none is > 0)."""
+    top = max(hit.score for hit in hits)
+    scored: dict[str, ScoredChunk] = {}
+    for rank, hit in enumerate(hits):
+        score = hit.score / top if top > 0 else 1.0 / (1 + rank)
+        scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector)
+    return scored
+
+
+def asked_entities(query: str, stats: EntityStats, options: GraphOptions) -> set[str]:
+    """The query's entities that the index holds and that are not hubs."""
     cap = options.entity_max_chunks
-    return {name for name in query_entities(query, graph.is_entity) if 0 < graph.entity_degree(name) <= cap}
+    return {name for name in query_entities(query, stats.is_entity) if 0 < stats.entity_degree(name) <= cap}
+
+
+def follow_ups(
+    top: Sequence[tuple[ScoredChunk, ChunkNode]], asked: set[str], stats: EntityStats, options: GraphOptions
+) -> list[tuple[str, float]]:
+    """(entity, parent score) pairs of the second hop: per top passage (with its graph node) its
+    not-asked entities, titles of indexed documents first; then taken in turn from each passage up to
+    ``hop_entities``."""
+    per_passage: list[list[tuple[str, float]]] = []
+    for hit, node in top:
+        names = [
+            name for name in node.entities
+            if name not in asked and name != node.title_entity and 0 < stats.entity_degree(name) <= options.entity_max_chunks
+        ]
+        titles = [name for name in names if stats.is_title(name)]
+        others = [name for name in names if not stats.is_title(name)]
+        per_passage.append([(name, hit.score) for name in [*titles, *others]])
+    chosen: dict[str, float] = {}
+    depth = 0
+    while len(chosen) < options.hop_entities and any(depth < len(names) for names in per_passage):
+        for names in per_passage:
+            if depth < len(names) and len(chosen) < options.hop_entities:
+                name, score = names[depth]
+                chosen.setdefault(name, score)
+        depth += 1
+    return list(chosen.items())
+
+
+def merge_follow_up(
+    scored: dict[str, ScoredChunk], found: Sequence[ScoredChunk], parent_score: float, options: GraphOptions
+) -> None:
+    """A follow-up search's hits into ``scored``: ``hop_weight × parent score × BM25 / the list's best``;
+    a chunk found twice keeps its best score (and the vector it came with first)."""
+    best = max((hit.score for hit in found), default=0.0)
+    for hit in found:
+        score = options.hop_weight * parent_score * (hit.score / best if best > 0 else 0.0)
+        known = scored.get(hit.chunk.chunk_id)
+        if known is None or known.score < score:
+            scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector if known is None else known.vector)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,16 +201,17 @@ def second_hop(
 ) -> HopResult:
     """The follow-up BM25 searches of the entities of ``ranked``'s top ``hop_passages`` (scores
     max-scaled, best first), under the caller's filters and access."""
-    follow = _follow_ups(index, ranked[: options.hop_passages], asked, options)
+    graph = index.graph
+    top = [
+        (hit, graph.nodes[label])
+        for hit in ranked[: options.hop_passages]
+        if (label := graph.label_of.get(hit.chunk.chunk_id)) is not None
+    ]
+    follow = follow_ups(top, asked, graph, options)
     hits: dict[str, ScoredChunk] = {}
     for name, parent_score in follow:
         found = index.search_bm25(name, options.hop_k, filters, access=access, with_vectors=with_vectors)
-        best = max((hit.score for hit in found), default=0.0)
-        for hit in found:
-            score = options.hop_weight * parent_score * (hit.score / best if best > 0 else 0.0)
-            known = hits.get(hit.chunk.chunk_id)
-            if known is None or known.score < score:
-                hits[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector)
+        merge_follow_up(hits, found, parent_score, options)
     return HopResult(hits, len(follow))
 
 
@@ -174,36 +235,6 @@ def pagerank_shares(
              for hit in index.chunks_by_labels(new_labels, filters, access, with_vectors=with_vectors).values()]
     shares = {graph.nodes[label].chunk_id: value / best_walk for label, value in walk.items()} if best_walk > 0 else {}
     return shares, added, nodes
-
-
-def _follow_ups(
-    index: EmbeddedIndex, top: Sequence[ScoredChunk], asked: set[str], options: GraphOptions
-) -> list[tuple[str, float]]:
-    """(entity, parent score) pairs of the second hop: per top passage its not-asked entities, titles of
-    indexed documents first; then taken in turn from each passage up to ``hop_entities``."""
-    graph = index.graph
-    per_passage: list[list[tuple[str, float]]] = []
-    for hit in top:
-        label = graph.label_of.get(hit.chunk.chunk_id)
-        node = graph.nodes.get(label) if label is not None else None
-        if node is None:
-            continue
-        names = [
-            name for name in node.entities
-            if name not in asked and name != node.title_entity and 0 < graph.entity_degree(name) <= options.entity_max_chunks
-        ]
-        titles = [name for name in names if name in graph.entity_documents]
-        others = [name for name in names if name not in graph.entity_documents]
-        per_passage.append([(name, hit.score) for name in [*titles, *others]])
-    chosen: dict[str, float] = {}
-    depth = 0
-    while len(chosen) < options.hop_entities and any(depth < len(names) for names in per_passage):
-        for names in per_passage:
-            if depth < len(names) and len(chosen) < options.hop_entities:
-                name, score = names[depth]
-                chosen.setdefault(name, score)
-        depth += 1
-    return list(chosen.items())
 
 
 def _walk(index: EmbeddedIndex, seeds: Sequence[ScoredChunk], asked: set[str], options: GraphOptions) -> dict[int, float]:

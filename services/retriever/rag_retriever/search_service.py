@@ -5,8 +5,10 @@ backend with ``fusion.py``; so ``timings_ms["search"]`` includes the fusion.
 
 Graph signals (``graph`` / ``second_hop``, defaults ``RETRIEVER_GRAPH_PPR`` / ``_SECOND_HOP``) run
 after the first pass on backends that have the structure-and-entity graph (the embedded one,
-``rag_retriever.graph_retrieval``); ``timings_ms["graph"]`` is their time. Backends without it (OpenSearch,
-for now) ignore the flags and report ``timings_ms["graph_unavailable"] = 1``.
+``rag_retriever.graph_retrieval``; OpenSearch, ``backends/opensearch_graph.py``); ``timings_ms["graph"]``
+is their time. A backend without ``graph_search`` ignores the flags and reports
+``timings_ms["graph_unavailable"] = 1``; OpenSearch runs the second hop but not personalised PageRank,
+and a request for PageRank there reports ``timings_ms["graph_ppr_unavailable"] = 1``.
 
 Learned fusion (``learned``, a :class:`~rag_retriever.learned_fusion.FusionModel`; hybrid mode only):
 the candidates are the first-pass min-max hybrid list plus the second hop's and (when the model reads
@@ -134,11 +136,13 @@ class SearchService:
                 if graph_search is None:
                     timings["graph_unavailable"] = 1.0
                 else:
-                    hits, _ = await graph_search(
+                    hits, info = await graph_search(
                         request.query, hits, top_k, filters, access,
                         with_vectors=with_vectors, ppr=ppr, hop=hop, options=self._graph.options,
                     )
                     timings["graph"] = _elapsed_ms(step)
+                    if info.get("ppr_unavailable"):
+                        timings["graph_ppr_unavailable"] = 1.0
 
         query_embedding = None
         if with_vectors:

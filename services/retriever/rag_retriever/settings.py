@@ -116,13 +116,14 @@ class RetrieverSettings(ServiceSettings):
         ),
     )
 
-    # ---- structure-and-entity graph (embedded backend; docs/retriever.md "Graph retrieval") ----
+    # ---- structure-and-entity graph (both backends; docs/retriever.md "Graph retrieval") ----
     graph_ppr: bool = Field(
         default=False,
         description=(
             "Re-score each search's hits with personalised PageRank over the sparse chunk-section-document-"
             "entity graph, seeded by the query's entities and the first-pass top hits; it can also bring in "
-            "chunks the first pass missed. Costs a local PageRank per search (see graph_* below). Off by "
+            "chunks the first pass missed. Costs a local PageRank per search (see graph_* below). Embedded "
+            "backend only: opensearch reports timings_ms.graph_ppr_unavailable instead. Off by "
             "default: on HotpotQA it did not measure better than hybrid (docs/evaluation.md). Default false."
         ),
     )
@@ -135,7 +136,7 @@ class RetrieverSettings(ServiceSettings):
             "down for passages about entities they name. Off by default: on multi-hop HotpotQA it raised "
             "coverage@5 0.63 -> 0.82 (nDCG@10 +0.041), but on MTRAG-UN it lost nDCG@10 -0.058 and "
             "Recall@5 -0.149 (CIs below 0); turn it on for multi-hop, entity-centric corpora "
-            "(docs/evaluation.md). Ignored by the opensearch backend (no graph there yet). Default false."
+            "(docs/evaluation.md). Both backends (opensearch: one aggregation and one _msearch per query). Default false."
         ),
     )
     graph_ppr_damping: float = Field(

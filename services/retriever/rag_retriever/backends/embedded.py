@@ -15,8 +15,10 @@ before the write or as after it (``tests/retriever/test_retriever_crash_consiste
 of those points and at random ones).
 
 The structure-and-entity graph (``rag_retriever.entity_graph``: chunk → section → document, chunk ↔
-entity) is a second derived index, handled exactly like the vector graph: updated right after the
-tantivy commit, saved by atomic rename (``graph.json``), reconciled with the stored chunks on open
+entity) is a second derived index, handled like the vector graph: updated right after the
+tantivy commit, its changed rows written in one SQLite transaction (``graph.sqlite``,
+``rag_retriever.entity_graph_store``: a write costs its own chunks; an older ``graph.json`` is
+migrated on open), reconciled with the stored chunks on open
 (re-extracted from their payloads where missing, dropped where tantivy no longer has them), and
 counted by ``consistency()``. ``graph_search`` runs the graph signals over it
 (``rag_retriever.graph_retrieval``).
@@ -68,7 +70,8 @@ from rag_retriever.backends.base import (
     FusionSettings,
     IndexMismatchError,
 )
-from rag_retriever.entity_graph import GRAPH_FILE, EntityGraph
+from rag_retriever.entity_graph import EntityGraph, chunk_node
+from rag_retriever.entity_graph_store import GraphStore
 from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
 from rag_retriever.fusion_candidates import FusionCandidates, fusion_candidates
 from rag_retriever.graph_retrieval import GraphOptions, graph_search
@@ -208,7 +211,8 @@ class EmbeddedIndex:
         self._writer.garbage_collect_files()
         self._analyzer = _query_analyzer()
         self._hnsw = self._open_graph()
-        loaded = EntityGraph.load(self.index_dir / GRAPH_FILE)
+        self._graph_store = GraphStore(self.index_dir)
+        loaded = self._graph_store.load()
         #: Rebuilt from the stored chunks when absent, unreadable or of another extractor version.
         self._entity_graph_loaded = loaded is not None
         self._entity_graph = loaded or EntityGraph()
@@ -291,6 +295,7 @@ class EmbeddedIndex:
                 # Dropping the writer releases tantivy's directory lock, so the index can be reopened.
                 self._writer = None
                 self._hnsw = None
+                self._graph_store.close()
 
     # ------------------------------------------------------------------ reads
 
@@ -485,14 +490,21 @@ class EmbeddedIndex:
                                      ppr=ppr, options=options, dense_weight=dense_weight)
 
     def _update_entity_graph(self, deleted: list[int], added: list[tuple[int, ChunkRecord]]) -> None:
-        """After a tantivy commit: its replaced labels leave the graph, its new chunks join; saved by
-        rename. A crash before the save is repaired on open (``_reconcile``)."""
+        """After a tantivy commit: its replaced labels leave the graph, its new chunks join; their rows
+        written in one SQLite transaction (cost: the write's chunks, not the graph). A crash before it
+        commits is repaired on open (``_reconcile``)."""
         try:
+            nodes = [(label, chunk_node(chunk)) for label, chunk in added]
             self._entity_graph.remove(deleted)
-            self._entity_graph.add_chunks(added)
-            self._entity_graph.save(self.index_dir / GRAPH_FILE, _write_atomically)
+            for label, node in nodes:
+                self._entity_graph.add(label, node)
+            self._graph_store.apply(deleted, nodes)
         except Exception:
             logger.exception("entity graph update failed; reconciling with the stored chunks")
+            # Start again from what the file holds, so the repair writes whatever it lacks.
+            loaded = self._graph_store.load()
+            self._entity_graph_loaded = loaded is not None
+            self._entity_graph = loaded or EntityGraph()
             self._reconcile()
             raise
 
@@ -640,9 +652,14 @@ class EmbeddedIndex:
                     "entity graph in %s: adding %d chunks, dropping %d (reconciled with the stored chunks)",
                     self.index_dir, len(entity_graph_missing), len(entity_graph_stale),
                 )
+            nodes = [(label, chunk_node(record)) for label, record in entity_graph_missing]
             self._entity_graph.remove(entity_graph_stale)
-            self._entity_graph.add_chunks(entity_graph_missing)
-            self._entity_graph.save(self.index_dir / GRAPH_FILE, _write_atomically)
+            for label, node in nodes:
+                self._entity_graph.add(label, node)
+            if self._entity_graph_loaded:
+                self._graph_store.apply(sorted(entity_graph_stale), nodes)
+            else:
+                self._graph_store.replace_all(self._entity_graph)
             self._entity_graph_loaded = True
         in_graph = {int(label) for label in self._hnsw.get_ids_list()}
         changed = not (self.index_dir / HNSW_FILE).exists()

@@ -18,6 +18,7 @@ from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
 from rag_common.schemas import DocumentInfo
+from rag_retriever.backends import opensearch_graph
 from rag_retriever.backends import opensearch_requests as dsl
 from rag_retriever.backends.base import (
     AccessFilter,
@@ -26,6 +27,7 @@ from rag_retriever.backends.base import (
     FusionSettings,
     IndexMismatchError,
 )
+from rag_retriever.graph_retrieval import GraphOptions
 from rag_retriever.records import ChunkRecord, ScoredChunk
 from rag_retriever.settings import RetrieverSettings
 
@@ -245,6 +247,20 @@ class OpenSearchBackend:
         # The pipeline is what fuses: without search_pipeline the hybrid query is not normalised.
         response = await self._client.search(index=self.alias, body=body, search_pipeline=pipeline)
         return dsl.scored_hits(response, with_vectors=with_vectors, limit=k)
+
+    async def graph_search(
+        self, query: str, hits: list[ScoredChunk], k: int, filters: Filters | None, access: AccessFilter | None,
+        *, with_vectors: bool, ppr: bool, hop: bool, options: GraphOptions,
+    ) -> tuple[list[ScoredChunk], dict[str, Any]]:
+        """``hits`` extended by the second hop, from the chunks' graph fields (``opensearch_graph``).
+        No personalised PageRank here: ``ppr`` only sets ``info["ppr_unavailable"]``."""
+        info: dict[str, Any] = {"ppr_unavailable": 1} if ppr else {}
+        if not hop:
+            return list(hits[:k]), info
+        ranked, facts = await opensearch_graph.second_hop(
+            self._client, self.alias, query, hits, k, (filters, access, with_vectors), options
+        )
+        return ranked, {**info, **facts}
 
     # ------------------------------------------------------------------ Catalog
 

@@ -25,12 +25,13 @@ from rag_retriever.backends.base import (
     Filters,
     FusionSettings,
 )
+from rag_retriever.entity_graph import chunk_node
 from rag_retriever.fusion import candidates_per_list
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 
 #: Bump when the mapping or index settings change; then run ``reindex_into_new_version``, unless the
 #: change only adds fields (``ADDED_FIELDS``): those an older index gets in place on startup.
-TEMPLATE_VERSION = 3
+TEMPLATE_VERSION = 4
 #: Fields each template version added, when that was its only change: ``{version: {field: mapping}}``.
 #: Adding a field to a mapping is allowed (changing one is not), so an index of an older version is
 #: brought up to date with one ``PUT {index}/_mapping`` (``mapping_upgrade_body``) instead of refusing
@@ -38,7 +39,13 @@ TEMPLATE_VERSION = 3
 ADDED_FIELDS: dict[int, dict[str, dict[str, Any]]] = {
     2: {"content_hash": {"type": "keyword"}},  # sha256 of the document's normalised text
     3: {"readers": {"type": "keyword"}},  # the principals that may read the chunk (tenant was mapped already)
+    # The structure-and-entity graph's part of each chunk (``entity_graph.chunk_node``): its entities
+    # and its document's title entity, what the second hop counts and searches (``opensearch_graph``).
+    4: {"graph_entities": {"type": "keyword"}, "graph_title": {"type": "keyword"}},
 }
+#: The chunk's entities (normalised names, ``rag_retriever.entities``) and its title entity.
+GRAPH_ENTITIES_FIELD = "graph_entities"
+GRAPH_TITLE_FIELD = "graph_title"
 #: What chunks written before version 3 get when an index is upgraded to it: the default tenant,
 #: readable by all of it (the embedded backend's format upgrade does the same).
 ACCESS_BACKFILL_VERSION = 3
@@ -421,13 +428,17 @@ def _keywords(value: Any) -> str | list[str] | None:
 def chunk_source(chunk: ChunkRecord, vector: np.ndarray, now: str) -> dict[str, Any]:
     """The stored document of one chunk: its payload (every ``ChunkRecord`` field; a new one the
     mapping lacks is rejected by ``dynamic: strict`` rather than silently lost), the metadata
-    keywords, timestamps and the vector. ``created_at`` = ``updated_at``: the ingestor replaces a
+    keywords, its graph fields (entities, title entity), timestamps and the vector. ``created_at`` = ``updated_at``: the ingestor replaces a
     changed document's chunks whole, so a chunk is never updated in place."""
     source = {key: value for key, value in chunk.to_payload().items() if value is not None}
     for key in METADATA_KEYWORDS:
         value = _keywords(chunk.metadata.get(key))
         if value is not None:
             source[key] = value
+    node = chunk_node(chunk)
+    source[GRAPH_ENTITIES_FIELD] = list(node.entities)
+    if node.title_entity:
+        source[GRAPH_TITLE_FIELD] = node.title_entity
     source["created_at"] = now
     source["updated_at"] = now
     source[VECTOR_FIELD] = np.asarray(vector, dtype=np.float32).tolist()
@@ -442,6 +453,84 @@ def bulk_actions(
         {"_op_type": "index", "_index": index, "_id": chunk.chunk_id, "_source": chunk_source(chunk, vector, now)}
         for chunk, vector in zip(chunks, vectors, strict=True)
     ]
+
+
+# --------------------------------------------------------------------------- graph (second hop)
+
+
+def entity_stats_body(names: Collection[str]) -> dict[str, Any]:
+    """How many chunks mention each of ``names`` (``graph_entities``) and how many documents it is the
+    title of (``graph_title``, distinct ``doc_id``): the embedded graph's ``entity_degree`` and
+    ``is_title``, for the query's n-grams and the top passages' entities, in one request. Index-wide,
+    like the embedded graph (the counts only decide which names a hop follows; every search it then
+    makes is restricted to what the caller may read)."""
+    wanted = sorted(set(names))
+    return {
+        "size": 0,
+        "track_total_hits": False,
+        "query": {
+            "bool": {
+                "should": [{"terms": {GRAPH_ENTITIES_FIELD: wanted}}, {"terms": {GRAPH_TITLE_FIELD: wanted}}],
+                "minimum_should_match": 1,
+            }
+        },
+        "aggs": {
+            "entities": {"terms": {"field": GRAPH_ENTITIES_FIELD, "include": wanted, "size": len(wanted)}},
+            "titles": {
+                "terms": {"field": GRAPH_TITLE_FIELD, "include": wanted, "size": len(wanted)},
+                "aggs": {"documents": {"cardinality": {"field": "doc_id"}}},
+            },
+        },
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EntityCounts:
+    """The answer to ``entity_stats_body``: ``graph_retrieval.EntityStats`` over the names asked."""
+
+    chunks: Mapping[str, int]
+    documents: Mapping[str, int]
+
+    def is_entity(self, name: str) -> bool:
+        return self.chunks.get(name, 0) > 0 or self.documents.get(name, 0) > 0
+
+    def entity_degree(self, name: str) -> int:
+        return self.chunks.get(name, 0) + self.documents.get(name, 0)
+
+    def is_title(self, name: str) -> bool:
+        return self.documents.get(name, 0) > 0
+
+
+def entity_stats_from(response: Mapping[str, Any]) -> EntityCounts:
+    aggregations = response.get("aggregations", {})
+    chunks = {bucket["key"]: int(bucket["doc_count"]) for bucket in aggregations.get("entities", {}).get("buckets", [])}
+    documents = {
+        bucket["key"]: int(bucket["documents"]["value"]) for bucket in aggregations.get("titles", {}).get("buckets", [])
+    }
+    return EntityCounts(chunks, documents)
+
+
+def follow_up_msearch_body(
+    names: Sequence[str], k: int, filters: Filters | None, *, access: AccessFilter | None, with_vectors: bool
+) -> list[dict[str, Any]]:
+    """``POST {alias}/_msearch``: one BM25 search per follow-up name, each exactly ``bm25_search_body``
+    (the caller's filters and access inside), in one round trip. Header lines are empty: the index is
+    the URL's."""
+    lines: list[dict[str, Any]] = []
+    for name in names:
+        lines.append({})
+        lines.append(bm25_search_body(name, k, filters, access=access, with_vectors=with_vectors))
+    return lines
+
+
+def msearch_hits(response: Mapping[str, Any], *, with_vectors: bool) -> list[list[ScoredChunk]]:
+    """Each ``_msearch`` answer's hits, in request order; a failed one raises (no silent partial hop)."""
+    answers = []
+    for answer in response.get("responses", []):
+        if "error" in answer:
+            raise RuntimeError(f"a follow-up search failed: {answer['error']}")
+        answers.append(scored_hits(answer, with_vectors=with_vectors))
+    return answers
 
 
 # --------------------------------------------------------------------------- answers
