@@ -86,6 +86,8 @@ class SearchService:
         top_k = request.top_k if "top_k" in request.model_fields_set else self._default_top_k
         with_vectors = request.include_embeddings
         sentences = request.include_sentence_vectors
+        # Named only when asked for: a Searcher written before sentence vectors still serves the rest.
+        extra = {"with_sentence_vectors": True} if sentences else {}
         timings: dict[str, float] = {}
 
         vector = None
@@ -98,18 +100,15 @@ class SearchService:
         async with self._lock.read():
             if request.mode == "dense":
                 hits = await self._backend.search_dense(
-                    vector, top_k, filters, access=access, with_vectors=with_vectors,
-                    with_sentence_vectors=sentences,
+                    vector, top_k, filters, access=access, with_vectors=with_vectors, **extra
                 )
             elif request.mode == "bm25":
                 hits = await self._backend.search_bm25(
-                    request.query, top_k, filters, access=access, with_vectors=with_vectors,
-                    with_sentence_vectors=sentences,
+                    request.query, top_k, filters, access=access, with_vectors=with_vectors, **extra
                 )
             else:
                 hits = await self._backend.search_hybrid(
-                    request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors,
-                    with_sentence_vectors=sentences,
+                    request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors, **extra
                 )
             timings["search"] = _elapsed_ms(step)
             ppr = self._graph.ppr if request.graph is None else request.graph
