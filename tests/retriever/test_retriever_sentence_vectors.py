@@ -131,3 +131,13 @@ async def test_a_search_returns_them_exactly_and_only_when_asked(backend, embedd
         for passage in asked.passages:
             assert passage.sentence_vectors is not None
             assert unpack(passage.sentence_vectors).tobytes() == unpack(stored[passage.chunk_id][1]).tobytes()
+
+
+async def test_a_sentence_string_too_long_for_the_model_is_left_to_the_answerer(backend, recording, tokenizer):
+    """A ~400-token title makes every "title: sentence" string longer than the model takes: none is
+    stored (the model would cut the sentence itself out of its vector), none is embedded."""
+    title = " ".join(["lighthouse keeper"] * 200)
+    text = " ".join(f"Sentence {i} about the harbour." for i in range(12))
+    result = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="t", text=text, title=title)])
+    assert len(recording.documents) == result.chunks  # the chunks only
+    assert all(v is not None and v.spans == [] for _, v in (await backend.document_sentence_vectors("t")).values())

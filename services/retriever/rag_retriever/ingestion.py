@@ -36,7 +36,7 @@ from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, Inge
 from rag_common.sentence_vectors import pack, sentence_inputs, stored_vectors
 from rag_common.upload_formats import PLAIN_TEXT
 from rag_retriever.backends.base import ChunkWriteError, IngestTarget
-from rag_retriever.chunking import Chunker
+from rag_retriever.chunking import SPECIAL_TOKENS, Chunker
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, normalise_text
 
@@ -251,9 +251,22 @@ class Ingestor:
         for doc_id in sorted(plan.indexed):
             stored = await self._backend.document_sentence_vectors(doc_id, tenant=tenant)
             known.update(stored_vectors(stored.values(), self._embedder.dim))
-        inputs = [sentence_inputs(chunk.text, chunk.title, chunk.section_path) for chunk in chunks]
+        inputs = [self._fitting(*sentence_inputs(chunk.text, chunk.title, chunk.section_path), chunk.text) for chunk in chunks]
         wanted = dict.fromkeys(text for _, _, texts in inputs for text in texts)
         return _SentencePlan(inputs, known, [text for text in wanted if text not in known])
+
+    def _fitting(
+        self, context: str, spans: list[tuple[int, int]], texts: list[str], chunk_text: str
+    ) -> tuple[str, list[tuple[int, int]], list[str]]:
+        """Only the sentences whose string fits the model whole. A longer one (a very long title in
+        the context) would be truncated, its sentence cut out of its own vector; it is left to the
+        answerer, which embeds the same string (same vector) if it ever scores it. Usually the
+        context and the whole chunk fit, and nothing is counted per sentence."""
+        budget = self._embedder.max_seq_length - SPECIAL_TOKENS
+        if not texts or self._embedder.count_tokens(context + chunk_text) + SPECIAL_TOKENS <= budget:
+            return context, spans, texts
+        kept = [(span, text) for span, text in zip(spans, texts) if self._embedder.count_tokens(text) <= budget]
+        return context, [span for span, _ in kept], [text for _, text in kept]
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         """One vector per text; each distinct text is embedded once (a sentence of a chunk without
