@@ -9,7 +9,7 @@ so that a finished ingest is searchable, as with the embedded backend.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -162,38 +162,35 @@ class OpenSearchBackend:
         await self.upsert(chunks, vectors)
 
     async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
-        ids: set[str] = set()
-        after = None
-        while True:
-            body = dsl.chunk_ids_body(doc_id, PAGE_SIZE, after, tenant)
-            hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
-            ids.update(hit["_id"] for hit in hits)
-            if len(hits) < PAGE_SIZE:
-                return ids
-            after = hits[-1]["sort"][0]
+        return {hit["_id"] async for hit in self._document_hits(dsl.chunk_ids_body, doc_id, tenant)}
 
     async def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
-        vectors: dict[str, np.ndarray] = {}
-        after = None
-        while True:
-            body = dsl.document_vectors_body(doc_id, PAGE_SIZE, after, tenant)
-            hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
-            vectors.update((hit["_id"], dsl.vector_from_source(hit["_source"])) for hit in hits)
-            if len(hits) < PAGE_SIZE:
-                return vectors
-            after = hits[-1]["sort"][0]
+        return {
+            hit["_id"]: dsl.vector_from_source(hit["_source"])
+            async for hit in self._document_hits(dsl.document_vectors_body, doc_id, tenant)
+        }
 
     async def document_sentence_vectors(
         self, doc_id: str, *, tenant: str | None = None
     ) -> dict[str, tuple[str, SentenceVectors | None]]:
-        stored: dict[str, tuple[str, SentenceVectors | None]] = {}
+        return {
+            hit["_id"]: dsl.sentence_vectors_from_source(hit["_source"])
+            async for hit in self._document_hits(dsl.document_sentence_vectors_body, doc_id, tenant)
+        }
+
+    async def _document_hits(
+        self, body_of: Callable[..., dict[str, Any]], doc_id: str, tenant: str | None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every hit of a document's chunks, ``PAGE_SIZE`` per request (``search_after`` on chunk id);
+        ``body_of(doc_id, page_size, after, tenant)`` builds each page's body."""
         after = None
         while True:
-            body = dsl.document_sentence_vectors_body(doc_id, PAGE_SIZE, after, tenant)
+            body = body_of(doc_id, PAGE_SIZE, after, tenant)
             hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
-            stored.update((hit["_id"], dsl.sentence_vectors_from_source(hit["_source"])) for hit in hits)
+            for hit in hits:
+                yield hit
             if len(hits) < PAGE_SIZE:
-                return stored
+                return
             after = hits[-1]["sort"][0]
 
     async def document_fingerprint(self, doc_id: str, *, tenant: str | None = None) -> str | None:
