@@ -150,6 +150,19 @@ def test_vectors_of_another_dimension_are_ignored() -> None:
     assert known_vectors([other], DIM) == {}
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 3e38, 0.0])
+def test_vectors_no_embedder_makes_are_ignored(value: float) -> None:
+    """Not finite, or not of unit length: a body from elsewhere, never the retriever's. The answer is
+    the one embedding gives (and nothing non-finite reaches the scores or the response)."""
+    embedder = HashEmbedder()
+    context, spans, _ = sentence_inputs(ZORBLAX[0].text, ZORBLAX[0].title, ZORBLAX[0].section_path)
+    odd = ZORBLAX[0].model_copy(update={"sentence_vectors": pack(context, spans, np.full((len(spans), DIM), value))})
+    assert known_vectors([odd], DIM) == {}
+    answerer = ExtractiveAnswerer(embedder)
+    question = "Who founded Zorblax Aerospace?"
+    assert summary(answerer.answer(question, [odd, *ZORBLAX[1:]])) == summary(answerer.answer(question, ZORBLAX))
+
+
 def test_claim_support_reuses_stored_vectors_of_bare_sentences_only() -> None:
     """Claim support embeds cited sentences bare: a stored vector is that string's only when the
     passage has no title or section (then the context is empty); verdicts are the same either way."""

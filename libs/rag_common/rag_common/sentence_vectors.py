@@ -48,6 +48,10 @@ __all__ = [
 MIN_WORDS = 4
 
 
+#: How far from length 1 a stored vector may be (float32 rounding of a normalised vector is ~1e-7).
+UNIT_TOLERANCE = 1e-3
+
+
 def word_count(text: str) -> int:
     """Whitespace-separated tokens with a letter or digit in them."""
     return sum(1 for token in text.split() if any(char.isalnum() for char in token))
@@ -108,16 +112,20 @@ def known_vectors(passages: Iterable[Passage], dim: int) -> dict[str, np.ndarray
 
 def stored_vectors(chunks: Iterable[tuple[str, SentenceVectors | None]], dim: int) -> dict[str, np.ndarray]:
     """``{embedded string: vector}`` of the sentence vectors stored with ``(text, vectors)`` chunks,
-    those of dimension ``dim`` (the consumer's embedder's) with finite values. Keyed by the string
-    itself, so a consumer that looks up the string it would embed gets a vector only when it is that
-    string's."""
+    those of dimension ``dim`` (the consumer's embedder's) that are unit vectors, as every embedder
+    makes them (anything else did not come from one: it is ignored, and that string embedded). Keyed
+    by the string itself, so a consumer that looks up the string it would embed gets a vector only
+    when it is that string's."""
     known: dict[str, np.ndarray] = {}
     for text, stored in chunks:
         if stored is None or stored.dim != dim:
             continue
         spans = [(start, end) for start, end in stored.spans]
-        for string, row in zip(sentence_texts(stored.context, text, spans), unpack(stored)):
-            if np.isfinite(row).all():
+        rows = unpack(stored)
+        with np.errstate(all="ignore"):
+            unit = np.isfinite(rows).all(axis=1) & (np.abs(np.linalg.norm(rows, axis=1) - 1.0) <= UNIT_TOLERANCE)
+        for string, row, ok in zip(sentence_texts(stored.context, text, spans), rows, unit):
+            if ok:
                 known.setdefault(string, row)
     return known
 
