@@ -251,7 +251,10 @@ class Ingestor:
         for doc_id in sorted(plan.indexed):
             stored = await self._backend.document_sentence_vectors(doc_id, tenant=tenant)
             known.update(stored_vectors(stored.values(), self._embedder.dim))
-        inputs = [self._fitting(*sentence_inputs(chunk.text, chunk.title, chunk.section_path), chunk.text) for chunk in chunks]
+        # Sentence cutting and token counting are CPU work: one thread hop for the whole request.
+        inputs = await asyncio.to_thread(
+            lambda: [self._fitting(*sentence_inputs(c.text, c.title, c.section_path), c.text) for c in chunks]
+        )
         wanted = dict.fromkeys(text for _, _, texts in inputs for text in texts)
         return _SentencePlan(inputs, known, [text for text in wanted if text not in known])
 
