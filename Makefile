@@ -50,6 +50,8 @@ bench: setup
 	$(PY) bench/retrieval_acl_latency.py
 	$(PY) bench/retrieval_ingest.py
 	$(PY) bench/graph_retrieval.py
+	$(PY) bench/sentence_vectors.py
+	$(PY) bench/sentence_vectors_answers.py
 	$(PY) bench/retrieval_quality.py
 	$(PY) bench/reranker_stages.py
 	$(PY) bench/reranker_quality.py

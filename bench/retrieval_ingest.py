@@ -62,6 +62,8 @@ class TimedEmbedder:
     def __init__(self, embedder: SentenceTransformerEmbedder) -> None:
         self._embedder = embedder
         self.seconds = 0.0
+        #: Strings embedded (``bench/sentence_vectors.py`` counts them).
+        self.strings = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._embedder, name)
@@ -72,6 +74,7 @@ class TimedEmbedder:
             return self._embedder.encode_documents(texts)
         finally:
             self.seconds += time.perf_counter() - started
+            self.strings += len(texts)
 
 
 async def pipeline(

@@ -41,6 +41,7 @@ from rag_common.schemas import (
     SearchRequest,
     SearchResponse,
     StageReport,
+    SentenceVectors,
 )
 
 
@@ -113,6 +114,12 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
                 page=i + 1 if i % 2 == 0 else None,
                 score=1 - i / 10,
                 embedding=vectors[i % 3] if body.include_embeddings else None,
+                sentence_vectors=(
+                    # One 2-d vector for the chunk's one sentence ("text i about ...", whole).
+                    SentenceVectors(context=f"Doc {i}: ", spans=[[0, len(f"text {i} about {body.query}")]], dim=2,
+                                    vectors="AACAPwAAAAA=")
+                    if body.include_sentence_vectors else None
+                ),
             )
             for i in range(body.top_k)
         ]

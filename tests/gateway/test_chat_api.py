@@ -29,6 +29,10 @@ def test_two_turns_flow_through_every_stage_and_are_stored(client: TestClient, f
     assert all(p["embedding"] is not None for p in calls[2][1]["passages"])
     assert all(p["embedding"] is not None for p in calls[3][1]["passages"])
     assert calls[3][1]["query_embedding"] == [1.0, 0.0]
+    # Sentence vectors go retriever → generator, around the reranker (which has no use for them).
+    assert calls[1][1]["include_sentence_vectors"] is True
+    assert all(p["sentence_vectors"] is None for p in calls[2][1]["passages"])
+    assert all(p["sentence_vectors"]["context"] == f"{p['title']}: " for p in calls[3][1]["passages"])
     assert body["degraded"] == []
 
     calls.clear()

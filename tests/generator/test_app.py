@@ -120,6 +120,62 @@ async def test_retriever_vectors_in_the_body_are_accepted(
     assert reused.json()["answerability"] == pytest.approx(plain["answerability"], abs=1e-3)
 
 
+async def test_stored_sentence_vectors_in_the_body_give_the_same_answer(
+    embedder: SentenceTransformerEmbedder, dead_llm_settings: LLMSettings, passages: list[Passage]
+) -> None:
+    from rag_common.sentence_vectors import pack, sentence_inputs
+
+    stored = []
+    for p in passages:
+        context, spans, texts = sentence_inputs(p.text, p.title, p.section_path)
+        stored.append(p.model_copy(update={"sentence_vectors": pack(context, spans, embedder.encode_documents(texts))}))
+    async with client_for(GeneratorSettings(mode="extractive"), dead_llm_settings) as client:
+        plain = (await client.post("/v1/generate", json=body(passages))).json()
+        reused = await client.post("/v1/generate", json=body(stored))
+    assert reused.status_code == 200, reused.text
+    assert (reused.json()["answer"], reused.json()["citations"]) == (plain["answer"], plain["citations"])
+    assert reused.json()["answerability"] == pytest.approx(plain["answerability"], abs=1e-4)
+
+
+async def test_well_formed_vectors_no_embedder_made_are_ignored_not_a_500(
+    dead_llm_settings: LLMSettings, passages: list[Passage]
+) -> None:
+    import numpy as np
+
+    from rag_common.sentence_vectors import pack, sentence_inputs
+
+    context, spans, _ = sentence_inputs(passages[0].text, passages[0].title, passages[0].section_path)
+    huge = passages[0].model_copy(update={"sentence_vectors": pack(context, spans, np.full((len(spans), 384), 3e38))})
+    async with client_for(GeneratorSettings(mode="extractive"), dead_llm_settings) as client:
+        plain = (await client.post("/v1/generate", json=body(passages))).json()
+        odd = await client.post("/v1/generate", json=body([huge, *passages[1:]]))
+    assert odd.status_code == 200, odd.text
+    assert (odd.json()["answer"], odd.json()["citations"]) == (plain["answer"], plain["citations"])
+
+
+BAD_SENTENCE_VECTORS = [
+    {"context": "", "spans": [[0, 4]], "dim": 2, "vectors": "AAAA"},  # 3 bytes for 8
+    {"context": "", "spans": [[0, 10**6]], "dim": 1, "vectors": "AAAAAA=="},  # past the text
+    {"context": "", "spans": [[3, 1]], "dim": 1, "vectors": "AAAAAA=="},
+    {"context": "", "spans": [[0, 4]], "dim": 1, "vectors": "%%%%"},
+    {"context": "", "spans": [[0, 4]], "dim": 1},
+    {"context": "", "spans": [[0, 4]], "dim": 1, "vectors": "AAAAAA==", "extra": 1},
+    "AAAAAA==",
+]
+
+
+@pytest.mark.parametrize("bad", BAD_SENTENCE_VECTORS)
+async def test_malformed_sentence_vectors_are_422_never_500(
+    dead_llm_settings: LLMSettings, passages: list[Passage], bad: Any
+) -> None:
+    broken = [{**passages[0].model_dump(), "sentence_vectors": bad}]
+    async with client_for(GeneratorSettings(mode="extractive"), dead_llm_settings) as client:
+        for route in ("/v1/generate", "/v1/generate/stream"):
+            response = await client.post(route, json={**body(passages), "passages": broken})
+            assert response.status_code == 422, (route, response.text)
+            assert "sentence_vectors" in response.json()["error"]
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [

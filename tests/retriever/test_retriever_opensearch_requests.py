@@ -32,11 +32,15 @@ STAMP = "2025-01-02T03:04:05.678+00:00"
 PHYSICAL = "rag-chunks-v4-20250102-030405"
 CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
-SOURCE_EXCLUDES = {"excludes": ["embedding"]}
+SOURCE_EXCLUDES = {"excludes": ["embedding", "sentence_vectors"]}
+#: With the vector (``with_vectors``): everything but the sentence vectors.
+SOURCE_WITH_VECTOR = {"excludes": ["sentence_vectors"]}
 ACME = {"tenant": ["acme"]}
 KNN = {"vector": [0.5, 0.5, 0.5, 0.5], "k": 5, "method_parameters": {"ef_search": 100}}
 ACME_FILTER = {"bool": {"filter": [{"terms": {"tenant": ["acme"]}}]}}
 MULTI_MATCH = {"multi_match": {"query": "volcano lava", "fields": ["text", "title^2"], "type": "most_fields"}}
+#: The mapping of the sentence vectors (template version 4): stored, never indexed.
+SENTENCE_VECTORS_MAPPING = {"sentence_vectors": {"type": "object", "enabled": False}}
 #: Ann of acme, in the geo group: what she may read, and the clauses that say it in every query.
 ANN = AccessFilter("acme", ("*", "user:ann", "group:geo"))
 ANN_CLAUSES = [{"term": {"tenant": "acme"}}, {"terms": {"readers": ["*", "user:ann", "group:geo"]}}]
@@ -96,7 +100,7 @@ EXPECTED_TEMPLATE = {
         "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"template_version": 4, "model_id": "test-model", "dim": 4},
+            "_meta": {"template_version": 5, "model_id": "test-model", "dim": 4},
             "properties": {
                 "embedding": {
                     "type": "knn_vector",
@@ -127,6 +131,7 @@ EXPECTED_TEMPLATE = {
                 "readers": {"type": "keyword"},
                 "graph_entities": {"type": "keyword"},
                 "graph_title": {"type": "keyword"},
+                "sentence_vectors": {"type": "object", "enabled": False},
                 "page": {"type": "integer"},
                 "chunk_index": {"type": "integer"},
                 "metadata": {"type": "object", "enabled": False},
@@ -213,8 +218,8 @@ ACCESS_BACKFILL = {
 @pytest.mark.parametrize(
     ("version", "added"),
     [
-        (1, {"content_hash": {"type": "keyword"}, "readers": {"type": "keyword"}, **GRAPH_FIELDS}),
-        (2, {"readers": {"type": "keyword"}, **GRAPH_FIELDS}),
+        (1, {"content_hash": {"type": "keyword"}, "readers": {"type": "keyword"}, **GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING}),
+        (2, {"readers": {"type": "keyword"}, **GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING}),
     ],
 )
 async def test_ensure_index_upgrades_an_older_index_in_place_and_gives_its_chunks_the_default_tenant(
@@ -231,7 +236,7 @@ async def test_ensure_index_upgrades_an_older_index_in_place_and_gives_its_chunk
         ("GET", "/rag-chunks/_mapping", {}, None),
         (
             "PUT", f"/{PHYSICAL}/_mapping", {},
-            {"_meta": {"template_version": 4, "model_id": "test-model", "dim": 4}, "properties": added},
+            {"_meta": {"template_version": 5, "model_id": "test-model", "dim": 4}, "properties": added},
         ),
         ("POST", f"/{PHYSICAL}/_update_by_query", {"conflicts": "proceed", "refresh": "true"}, ACCESS_BACKFILL),
         ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
@@ -248,7 +253,7 @@ async def test_a_version_3_index_gets_the_graph_fields_in_place_and_no_backfill(
         ("GET", "/rag-chunks/_mapping", {}, None),
         (
             "PUT", f"/{PHYSICAL}/_mapping", {},
-            {"_meta": {"template_version": 4, "model_id": "test-model", "dim": 4}, "properties": GRAPH_FIELDS},
+            {"_meta": {"template_version": 5, "model_id": "test-model", "dim": 4}, "properties": {**GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING}},
         ),
         ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
     ]
@@ -258,13 +263,16 @@ def test_only_an_index_behind_by_added_fields_is_upgraded_in_place():
     from rag_retriever.backends.opensearch_requests import mapping_upgrade_body
 
     assert mapping_upgrade_body({"_meta": {"template_version": 2}}) == {
-        "_meta": {"template_version": 4}, "properties": {"readers": {"type": "keyword"}, **GRAPH_FIELDS},
+        "_meta": {"template_version": 5}, "properties": {"readers": {"type": "keyword"}, **GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING},
     }
     assert mapping_upgrade_body({"_meta": {"template_version": 3}}) == {
-        "_meta": {"template_version": 4}, "properties": GRAPH_FIELDS,
+        "_meta": {"template_version": 5}, "properties": {**GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING},
     }
-    assert mapping_upgrade_body({"_meta": {"template_version": 4}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 4}}) == {
+        "_meta": {"template_version": 5}, "properties": SENTENCE_VECTORS_MAPPING,
+    }
     assert mapping_upgrade_body({"_meta": {"template_version": 5}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 6}}) is None
     assert mapping_upgrade_body({"_meta": {"template_version": 0}}) is None  # version 1 changed more: reindex
     assert mapping_upgrade_body({}) is None
 
@@ -436,7 +444,7 @@ async def test_every_hybrid_query_is_sent_with_its_search_pipeline(backend, clus
         assert cluster.calls.index(cluster.requests("PUT", f"/_search/pipeline/{name}")[0]) < first_use
 
 
-async def test_with_vectors_every_query_asks_for_the_whole_source(backend, cluster):
+async def test_with_vectors_every_query_asks_for_all_but_the_sentence_vectors(backend, cluster):
     await backend.search_dense(QUERY_VECTOR, 5, ACME, with_vectors=True)
     await backend.search_bm25("volcano lava", 7, with_vectors=True)
     await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), with_vectors=True)
@@ -444,16 +452,16 @@ async def test_with_vectors_every_query_asks_for_the_whole_source(backend, clust
     assert (dense.path, dense.params) == ("/rag-chunks/_search", {})
     assert dense.body == {
         "size": 5,
-        "_source": True,
+        "_source": SOURCE_WITH_VECTOR,
         "query": {"knn": {"embedding": {**KNN, "filter": ACME_FILTER}}},
     }
     assert (bm25.path, bm25.params) == ("/rag-chunks/_search", {})
-    assert bm25.body == {"size": 7, "_source": True, "query": MULTI_MATCH}
+    assert bm25.body == {"size": 7, "_source": SOURCE_WITH_VECTOR, "query": MULTI_MATCH}
     assert put.path == "/_search/pipeline/rag-chunks-hybrid-minmax"
     assert (hybrid.path, hybrid.params) == ("/rag-chunks/_search", {"search_pipeline": "rag-chunks-hybrid-minmax"})
     assert hybrid.body == {
         "size": 50,
-        "_source": True,
+        "_source": SOURCE_WITH_VECTOR,
         "query": {"hybrid": {"queries": [{"knn": {"embedding": {**KNN, "k": 50}}}, MULTI_MATCH]}},
     }
 
@@ -464,7 +472,26 @@ async def test_without_vectors_every_query_excludes_the_vector(backend, cluster)
     await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings())
     bodies = [c.body for c in cluster.calls if c.path == "/rag-chunks/_search"]
     assert len(bodies) == 3
-    assert [body["_source"] for body in bodies] == [{"excludes": ["embedding"]}] * 3
+    assert [body["_source"] for body in bodies] == [{"excludes": ["embedding", "sentence_vectors"]}] * 3
+
+
+@pytest.mark.parametrize(
+    ("with_vectors", "source"),
+    [(False, {"excludes": ["embedding"]}), (True, True)],
+)
+async def test_with_sentence_vectors_every_query_asks_for_them(backend, cluster, with_vectors, source):
+    flags = {"with_vectors": with_vectors, "with_sentence_vectors": True}
+    await backend.search_dense(QUERY_VECTOR, 5, **flags)
+    await backend.search_bm25("volcano lava", 7, **flags)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), **flags)
+    dense, bm25, _, hybrid = cluster.calls
+    assert dense.body == {"size": 5, "_source": source, "query": {"knn": {"embedding": KNN}}}
+    assert bm25.body == {"size": 7, "_source": source, "query": MULTI_MATCH}
+    assert hybrid.body == {
+        "size": 50,
+        "_source": source,
+        "query": {"hybrid": {"queries": [{"knn": {"embedding": {**KNN, "k": 50}}}, MULTI_MATCH]}},
+    }
 
 
 async def test_unknown_filter_field_is_rejected_before_any_request(backend, cluster):
@@ -902,3 +929,67 @@ def test_client_settings():
     )
     assert client.transport.hosts == [{"host": "search.internal", "port": 9443, "use_ssl": True}]
     assert client.transport.kwargs == {"http_auth": ("rag", "s3cret"), "verify_certs": False, "timeout": 5.0}
+
+
+# --------------------------------------------------------------------------- sentence vectors
+
+
+#: Two sentences of a 4-d embedder, float32 values with long decimal forms.
+SENTENCE_ROWS = np.array([[0.1, -0.7, 1 / 3, 0.6], [0.0, 0.5, 0.5, 0.70710677]], dtype=np.float32)
+
+
+def with_sentences(record: ChunkRecord) -> ChunkRecord:
+    from rag_common.sentence_vectors import pack
+
+    return dataclasses.replace(record, sentence_vectors=pack("Volcanoes > Geology: ", [(0, 5), (6, 11)], SENTENCE_ROWS))
+
+
+async def test_upsert_stores_the_sentence_vectors_in_the_source_exactly(backend, cluster):
+    await backend.upsert([with_sentences(VOLCANO)], np.array([[0.5, 0.5, 0.5, 0.5]], dtype=np.float32))
+    [action, source] = cluster.calls[0].body
+    assert source["sentence_vectors"] == {
+        "context": "Volcanoes > Geology: ",
+        "spans": [[0, 5], [6, 11]],
+        "dim": 4,
+        # base64 of the 8 little-endian float32 values, row-major.
+        "vectors": "zczMPTMzM7+rqqo+mpkZPwAAAAAAAAA/AAAAP/MENT8=",
+    }
+    # Everything else is what the chunk without sentence vectors stores.
+    await backend.upsert([VOLCANO], np.array([[0.5, 0.5, 0.5, 0.5]], dtype=np.float32))
+    [_, plain] = cluster.calls[1].body
+    assert {key: value for key, value in source.items() if key != "sentence_vectors"} == plain
+
+
+async def test_sentence_vectors_round_trip_from_upsert_to_search_bit_for_bit(backend, cluster):
+    from rag_common.sentence_vectors import unpack
+
+    await backend.upsert([with_sentences(VOLCANO)], np.array([[0.5, 0.5, 0.5, 0.5]], dtype=np.float32))
+    [_, written] = cluster.calls[0].body
+    cluster.searches.append(hits_answer([hit(written, 0.9)]))
+    [scored] = await backend.search_bm25("lava", 1, with_sentence_vectors=True)
+    passage = scored.to_passage(with_sentence_vectors=True)
+    assert unpack(passage.sentence_vectors).tobytes() == SENTENCE_ROWS.tobytes()
+    assert scored.to_passage().sentence_vectors is None  # only when asked for
+
+
+async def test_document_sentence_vectors_pages_through_text_and_vectors(backend, cluster, monkeypatch):
+    monkeypatch.setattr("rag_retriever.backends.opensearch.PAGE_SIZE", 2)
+    stored = with_sentences(VOLCANO).sentence_vectors.model_dump()
+    ids = [f"volcanoes:{i}:x" for i in range(3)]
+
+    def page_hit(i: int) -> dict:
+        source = {"chunk_id": ids[i], "text": "Lava rises."}
+        if i != 1:  # chunk 1 was written without sentence vectors
+            source["sentence_vectors"] = stored
+        return {"_id": ids[i], "_score": None, "sort": [ids[i]], "_source": source}
+
+    cluster.searches.extend([hits_answer([page_hit(0), page_hit(1)]), hits_answer([page_hit(2)])])
+    found = await backend.document_sentence_vectors("volcanoes", tenant="acme")
+    assert found[ids[1]] == ("Lava rises.", None)
+    assert found[ids[0]][0] == "Lava rises." and found[ids[0]][1].model_dump() == stored
+    first, second = cluster.calls
+    assert first.body == {
+        "size": 2, "_source": ["chunk_id", "text", "sentence_vectors"], "query": ACME_VOLCANOES,
+        "sort": [{"chunk_id": "asc"}],
+    }
+    assert second.body == {**first.body, "search_after": [ids[1]]}

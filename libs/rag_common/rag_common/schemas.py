@@ -6,10 +6,22 @@ change to the contract between two services is a change in exactly one file.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 SearchMode = Literal["dense", "bm25", "hybrid"]
 #: What a message asks for: ``rag`` needs the documents; ``chitchat`` (greeting, thanks) and ``meta``
@@ -91,6 +103,46 @@ class WireModel(BaseModel):
 # --------------------------------------------------------------------------- passages
 
 
+#: Upper bound on ``SentenceVectors.dim`` (a sanity bound: today's embedders have 384-1024).
+MAX_VECTOR_DIM = 4096
+#: Upper bound on the sentences one chunk carries vectors for.
+MAX_SENTENCE_VECTORS = 512
+
+
+class SentenceVectors(WireModel):
+    """The embeddings of a chunk's scorable sentences, computed once at ingestion
+    (``RETRIEVER_SENTENCE_VECTORS``; the rule is :mod:`rag_common.sentence_vectors`).
+
+    Row ``i`` is ``encode_documents([context + text[start_i:end_i]])`` of the retriever's embedder,
+    exactly the string the extractive answerer embeds for that sentence, so a consumer may use a row
+    in place of embedding that string and get the same vector. ``vectors`` is the rows' float32
+    values, little-endian, row-major, base64: a quarter of the JSON-number size and exact.
+    """
+
+    #: The prefix every sentence was embedded with (``"Title > Section: "`` or ``""``).
+    context: str = Field(max_length=MAX_MESSAGE_CHARS)
+    #: ``[start, end]`` of each sentence in the passage's ``text``, in text order.
+    spans: list[Annotated[list[JsonInt], Field(min_length=2, max_length=2)]] = Field(max_length=MAX_SENTENCE_VECTORS)
+    dim: JsonInt = Field(ge=1, le=MAX_VECTOR_DIM)
+    #: base64 of ``len(spans) * dim`` little-endian float32 values.
+    vectors: str
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SentenceVectors:
+        previous = 0
+        for start, end in self.spans:
+            if not previous <= start < end:
+                raise ValueError("sentence spans must be non-empty, non-overlapping and in text order")
+            previous = end
+        try:
+            raw = base64.b64decode(self.vectors, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("sentence vectors are not valid base64") from None
+        if len(raw) != 4 * self.dim * len(self.spans):
+            raise ValueError(f"sentence vectors hold {len(raw)} bytes, expected {4 * self.dim * len(self.spans)}")
+        return self
+
+
 class Passage(WireModel):
     """One retrievable chunk as it travels between retriever, reranker and generator."""
 
@@ -107,6 +159,17 @@ class Passage(WireModel):
     #: (``SearchRequest.include_embeddings``): the reranker's diffusion and diversity stages need
     #: it, and sending it saves the reranker re-embedding every candidate. Dropped before generation.
     embedding: list[float] | None = None
+    #: The chunk's stored sentence vectors, only when the retriever was asked for them
+    #: (``SearchRequest.include_sentence_vectors``) and has them: the generator then embeds only the
+    #: question. Absent for chunks indexed without them (the generator embeds those sentences).
+    sentence_vectors: SentenceVectors | None = None
+
+    @model_validator(mode="after")
+    def _spans_in_text(self) -> Passage:
+        if self.sentence_vectors is not None and self.sentence_vectors.spans:
+            if self.sentence_vectors.spans[-1][1] > len(self.text):
+                raise ValueError("sentence_vectors.spans reach past the end of the passage text")
+        return self
 
 
 class Citation(WireModel):
@@ -225,6 +288,8 @@ class SearchRequest(WireModel):
     filters: dict[SearchFilterField, str | Annotated[list[str], Field(min_length=1)]] = Field(default_factory=dict)
     #: Return each passage's stored embedding and the query's embedding (for the reranker).
     include_embeddings: bool = False
+    #: Return each passage's stored sentence vectors (``Passage.sentence_vectors``), for the generator.
+    include_sentence_vectors: bool = False
     #: Re-score the hits with personalised PageRank over the structure-and-entity graph; ``None``
     #: = the retriever's ``RETRIEVER_GRAPH_PPR``. Backends without the graph ignore it.
     graph: bool | None = None

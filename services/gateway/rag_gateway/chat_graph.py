@@ -143,6 +143,9 @@ class ChatPolicy:
     #: Ask the retriever for stored embeddings and hand them to the reranker (diffusion and gMMR
     #: need them; otherwise the reranker re-embeds every candidate).
     pass_embeddings: bool
+    #: Ask the retriever for the candidates' stored sentence vectors and hand them to the generator
+    #: (not to the reranker): answering then embeds no sentence.
+    pass_sentence_vectors: bool
     replies: Replies
 
 
@@ -273,6 +276,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     top_k=search_depth(policy.retrieval_candidates, state["top_k"]),
                     mode=policy.search_mode,
                     include_embeddings=policy.pass_embeddings,
+                    include_sentence_vectors=policy.pass_sentence_vectors,
                 ),
                 SearchResponse,
                 idempotent=True,
@@ -292,7 +296,8 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                         "/v1/rerank",
                         RerankRequest(
                             query=state["refined"].query,
-                            passages=candidates,
+                            # The reranker has no use for sentence vectors: they wait here.
+                            passages=[p.model_copy(update={"sentence_vectors": None}) for p in candidates],
                             top_k=top_k,
                             query_embedding=state.get("query_embedding"),
                         ),
@@ -309,8 +314,16 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                         f"reranker stage {r.name} failed: {r.reason}"[:300] for r in result.reports if r.status == "failed"
                     )
         # The reranker returns no vectors; the generator reuses the stored ones to score sentences.
-        stored = {p.chunk_id: p.embedding for p in candidates if p.embedding is not None}
-        passages = [p.model_copy(update={"embedding": stored.get(p.chunk_id)}) for p in passages]
+        stored = {p.chunk_id: p for p in candidates}
+        passages = [
+            p.model_copy(
+                update={
+                    "embedding": stored[p.chunk_id].embedding if p.chunk_id in stored else None,
+                    "sentence_vectors": stored[p.chunk_id].sentence_vectors if p.chunk_id in stored else None,
+                }
+            )
+            for p in passages
+        ]
         return {"passages": passages, "rerank_stages": stages, "degraded": degraded, "timings_ms": timer.ms}
 
     async def generate(state: ChatState) -> dict[str, Any]:

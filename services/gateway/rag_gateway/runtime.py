@@ -67,6 +67,7 @@ def chat_policy(settings: GatewaySettings) -> ChatPolicy:
         retrieval_candidates=settings.retrieval_candidates,
         search_mode=settings.search_mode,
         pass_embeddings=settings.pass_embeddings,
+        pass_sentence_vectors=settings.pass_sentence_vectors,
         replies=Replies(
             chitchat=settings.chitchat_reply,
             thanks=settings.thanks_reply,

@@ -72,6 +72,12 @@ class GatewaySettings(ServiceSettings):
         description="Fetch the candidates' stored embeddings from the retriever and pass them to the reranker, "
         "so its diffusion and gMMR stages need not re-embed them. Default true.",
     )
+    pass_sentence_vectors: bool = Field(
+        default=True,
+        description="Fetch the candidates' stored sentence vectors from the retriever (RETRIEVER_SENTENCE_VECTORS) "
+        "and pass them to the generator, so answering embeds no sentence. About 2 KB of base64 per sentence "
+        "per candidate on the retriever's answer. Default true.",
+    )
 
     def search_depth(self, top_k: int) -> int:
         """Chunks the chat chain asks the retriever for when it will hand ``top_k`` passages on:

@@ -9,6 +9,10 @@ against the sentences it cites with two cheap signals:
 - semantic: the highest cosine between the claim and one cited sentence. Catches paraphrase, which
   word overlap misses.
 
+Cited sentences are embedded bare (no title context). A cited unit whose passage carries a stored
+vector for exactly that string (``Passage.sentence_vectors``: only when the passage has no title or
+section path, since stored vectors are of ``context + sentence``) is not embedded again.
+
 ``score = w * lexical + (1 - w) * max(cosine, 0)``, and the claim is supported when
 ``score >= threshold``. A claim with nothing alphanumeric, or citing no evidence, is unsupported.
 
@@ -29,6 +33,7 @@ import numpy as np
 
 from rag_common.embedders.base import Embedder
 from rag_common.content_words import content_words, coverage
+from rag_common.sentence_vectors import encode_unknown, known_vectors
 from rag_generator.evidence import EvidenceUnit
 
 __all__ = [
@@ -104,7 +109,10 @@ class ClaimSupport:
         sentences = sorted({text for i in scorable for text in texts[i] if _has_content(text)})
         row = {text: n for n, text in enumerate(sentences)}
         claim_vectors = self._embedder.encode_queries([claims[i].text for i in scorable])
-        sentence_vectors = self._embedder.encode_documents(sentences)
+        cited_passages = [
+            item.passage for i in scorable for item in claims[i].evidence if isinstance(item, EvidenceUnit)
+        ]
+        sentence_vectors = encode_unknown(self._embedder, sentences, known_vectors(cited_passages, self._embedder.dim))
         cosines = np.asarray(claim_vectors @ sentence_vectors.T, dtype=np.float64)
         results = [_UNSUPPORTED for _ in claims]
         for k, i in enumerate(scorable):

@@ -11,6 +11,9 @@ Every candidate sentence gets a weighted sum of four features:
   state the topic, so they win near-ties.
 
 Each sentence is scored with its passage's title and section path before it (see ``sentence_context``).
+A sentence whose passage carries the retriever's stored vector for exactly that string
+(``Passage.sentence_vectors``, :mod:`rag_common.sentence_vectors`) is not embedded again: with
+stored vectors, answering embeds only the question (and not even that with the search's vector).
 
 The answer is the best sentence plus up to two more (1-3 in all), kept verbatim and in passage
 order: first its contiguous neighbours in the same passage if they score within ``neighbour_margin``
@@ -31,6 +34,8 @@ import numpy as np
 from rag_common.embedders.base import Embedder
 from rag_common.schemas import Passage
 from rag_common.content_words import content_words, coverage
+from rag_common.sentence_vectors import MIN_WORDS, encode_unknown, known_vectors, word_count
+from rag_common.sentence_vectors import sentence_context as context_of
 from rag_generator.evidence import EvidenceUnit, build_evidence, is_table_separator
 
 __all__ = ["DEFAULT_WEIGHTS", "ExtractiveAnswer", "ExtractiveAnswerer", "FeatureWeights", "SentenceScore", "sentence_context"]
@@ -99,7 +104,7 @@ class ExtractiveAnswerer:
         max_sentences: int = 3,
         neighbour_margin: float = 0.1,
         other_margin: float = 0.03,
-        min_words: int = 4,
+        min_words: int = MIN_WORDS,
         max_passages: int = 6,
         max_passage_chars: int = 1200,
     ) -> None:
@@ -146,7 +151,11 @@ class ExtractiveAnswerer:
         else:
             query_array = self._embedder.encode_queries([query])[0]
         contexts = [sentence_context(unit) for unit in eligible]
-        sentence_vectors = self._embedder.encode_documents([f"{ctx}{unit.text}" for ctx, unit in zip(contexts, eligible)])
+        # Stored vectors (keyed by the very string embedded at ingestion) stand in for embedding;
+        # whatever has none (older index, title changed since, sentence cut short) is embedded here.
+        texts = [f"{ctx}{unit.text}" for ctx, unit in zip(contexts, eligible)]
+        known = known_vectors(passages.values(), self._embedder.dim)
+        sentence_vectors = encode_unknown(self._embedder, texts, known)
         cosines = np.asarray(sentence_vectors @ query_array, dtype=np.float64)
         stored = [p.embedding for p in passages.values()]
         if all(vector is not None and len(vector) == self._embedder.dim for vector in stored):
@@ -174,8 +183,7 @@ class ExtractiveAnswerer:
         return build_evidence(passages, max_passages=self.max_passages, max_passage_chars=self.max_passage_chars)
 
     def _eligible(self, unit: EvidenceUnit) -> bool:
-        words = sum(1 for token in unit.text.split() if any(char.isalnum() for char in token))
-        return words >= self.min_words and not is_table_separator(unit.text)
+        return word_count(unit.text) >= self.min_words and not is_table_separator(unit.text)
 
     def _score(self, unit: EvidenceUnit, cosine: float, query_words: list[str], context: str) -> SentenceScore:
         lexical = coverage(query_words, content_words(context + unit.text))
@@ -216,10 +224,7 @@ def sentence_context(unit: EvidenceUnit) -> str:
     Sentences are scored out of their passage, and "It opened in 1923." names nothing; the passage's
     title and section path give it its subject back, for the embedding and the word overlap alike
     (contextualised sentence scoring). Empty when the passage has neither."""
-    passage = unit.passage
-    parts = [passage.title.strip()] if passage.title.strip() else []
-    parts += [part.strip() for part in passage.section_path if part.strip() and part.strip() != passage.title.strip()]
-    return f"{' > '.join(parts)}: " if parts else ""
+    return context_of(unit.passage.title, unit.passage.section_path)
 
 
 def _passages_by_source(units: Sequence[EvidenceUnit]) -> dict[int, Passage]:

@@ -121,7 +121,7 @@ def markdown_sections(text: str) -> list[Section]:
 class Chunker:
     def __init__(
         self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40,
-        embed_template: str = TEXT_ONLY,
+        embed_template: str = TEXT_ONLY, *, sentence_vectors: bool = False,
     ) -> None:
         limit = tokenizer.max_tokens - SPECIAL_TOKENS
         if not 0 < chunk_tokens <= limit:
@@ -138,6 +138,8 @@ class Chunker:
         self.chunk_overlap_tokens = chunk_overlap_tokens
         #: What the embedder sees of each chunk (``rag_retriever.embed_template``).
         self.embed_template = EmbedTemplate(embed_template)
+        #: Whether the ingestor stores sentence vectors: part of each document's fingerprint.
+        self.sentence_vectors = sentence_vectors
 
     def embed_text(self, text: str, title: str, section_path: tuple[str, ...] | list[str]) -> str:
         """The string embedded for a chunk: the template rendered, its context cut to fit the model."""
@@ -152,7 +154,7 @@ class Chunker:
         )
 
     def chunk_document(self, document: SourceDocument) -> list[ChunkRecord]:
-        fingerprint = document.fingerprint(self.embed_template.template)
+        fingerprint = document.fingerprint(self.embed_template.template, sentence_vectors=self.sentence_vectors)
         digest = document.content_hash
         records: list[ChunkRecord] = []
         tables = 0

@@ -10,6 +10,13 @@ chunk whose id (which hashes its text) is already indexed keeps its stored vecto
 title or metadata re-embeds nothing. A request's changed documents are replaced in one backend call
 (``replace_documents``): on the embedded index one commit, so a killed retriever leaves each of them
 whole or as it was, and the same request sent again completes it (unchanged documents are skipped).
+
+With sentence vectors on (``RETRIEVER_SENTENCE_VECTORS``), each chunk also gets the vectors of its
+scorable sentences (:mod:`rag_common.sentence_vectors`: the strings the extractive answerer embeds),
+stored with it. They cost one more embedding pass, cut three ways: chunk texts and sentence strings go
+to the embedder together in length-sorted batches (little padding); a string is embedded once per
+request (a chunk's overlap repeats the previous chunk's last sentences); and a string the document
+already has a stored vector for (its unchanged sentences, on re-ingest) is not embedded again.
 """
 
 from __future__ import annotations
@@ -26,9 +33,10 @@ from rag_common.embedders import Embedder
 from rag_common.errors import InvalidInput
 from rag_common.identity import readers_of
 from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse
+from rag_common.sentence_vectors import pack, sentence_inputs, stored_vectors
 from rag_common.upload_formats import PLAIN_TEXT
 from rag_retriever.backends.base import ChunkWriteError, IngestTarget
-from rag_retriever.chunking import Chunker
+from rag_retriever.chunking import SPECIAL_TOKENS, Chunker
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, normalise_text
 
@@ -84,6 +92,8 @@ class _Plan:
     failed: list[IngestFailure]
     #: Changed documents that keep some of their indexed chunk ids: their stored vectors are reused.
     reusable: set[str] = field(default_factory=set)
+    #: Changed documents with chunks indexed: their stored sentence vectors are reused.
+    indexed: set[str] = field(default_factory=set)
 
 
 class Ingestor:
@@ -95,12 +105,14 @@ class Ingestor:
         lock: ReadWriteLock,
         *,
         batch_size: int = EMBED_BATCH_SIZE,
+        sentence_vectors: bool = False,
     ) -> None:
         self._backend = backend
         self._embedder = embedder
         self._chunker = chunker
         self._lock = lock
         self._batch_size = batch_size
+        self._sentence_vectors = sentence_vectors
 
     async def ingest(
         self, documents: list[DocumentIn], failures: Iterable[IngestFailure] = (), *, tenant: str = DEFAULT_TENANT
@@ -135,7 +147,7 @@ class Ingestor:
         plan = await self._plan(accepted, tenant)
         failed.extend(plan.failed)
         chunks = [chunk for _, document_chunks in plan.changed for chunk in document_chunks]
-        vectors = await self._vectors(chunks, plan.reusable, tenant)
+        vectors = await self._vectors(chunks, plan, tenant)
         rejected: set[str] = set()
         if plan.changed:
             doc_ids = [document.doc_id for document, _ in plan.changed]
@@ -204,17 +216,27 @@ class Ingestor:
             plan.changed.append((document, chunks))
             if ids & indexed:
                 plan.reusable.add(document.doc_id)
+            if indexed:
+                plan.indexed.add(document.doc_id)
         return plan
 
-    async def _vectors(self, chunks: list[ChunkRecord], reusable: set[str], tenant: str) -> np.ndarray:
+    async def _vectors(self, chunks: list[ChunkRecord], plan: _Plan, tenant: str) -> np.ndarray:
         """One vector per chunk: the stored one of a chunk id already indexed (same document, index
-        and text: same vector) of the ``reusable`` documents, the others embedded."""
+        and text: same vector) of the ``reusable`` documents, the others embedded. With sentence
+        vectors on, each chunk's ``sentence_vectors`` too (embedded in the same length-sorted batches)."""
         stored: dict[str, np.ndarray] = {}
-        for doc_id in sorted(reusable):
+        for doc_id in sorted(plan.reusable):
             stored.update(await self._backend.document_vectors(doc_id, tenant=tenant))
         missing = [row for row, chunk in enumerate(chunks) if chunk.chunk_id not in stored]
         # What the embedder sees: the chunker's rendering of RETRIEVER_EMBED_TEMPLATE (else the text).
-        embedded = await self._embed([chunks[row].embed_text or chunks[row].text for row in missing])
+        texts = [chunks[row].embed_text or chunks[row].text for row in missing]
+        sentences = await self._sentence_plan(chunks, plan, tenant) if self._sentence_vectors else None
+        if sentences is not None:
+            texts += sentences.missing
+        everything = await self._embed(texts)
+        embedded = everything[: len(missing)]
+        if sentences is not None:
+            sentences.attach(chunks, everything[len(missing) :])
         vectors = np.empty((len(chunks), self._embedder.dim), dtype=np.float32)
         for row, chunk in enumerate(chunks):
             if chunk.chunk_id in stored:
@@ -223,18 +245,50 @@ class Ingestor:
             vectors[missing] = embedded
         return vectors
 
+    async def _sentence_plan(self, chunks: list[ChunkRecord], plan: _Plan, tenant: str) -> _SentencePlan:
+        """What each chunk's sentence vectors need, and which distinct strings are still to embed."""
+        known: dict[str, np.ndarray] = {}
+        for doc_id in sorted(plan.indexed):
+            stored = await self._backend.document_sentence_vectors(doc_id, tenant=tenant)
+            known.update(stored_vectors(stored.values(), self._embedder.dim))
+        # Sentence cutting and token counting are CPU work: one thread hop for the whole request.
+        inputs = await asyncio.to_thread(
+            lambda: [self._fitting(*sentence_inputs(c.text, c.title, c.section_path), c.text) for c in chunks]
+        )
+        wanted = dict.fromkeys(text for _, _, texts in inputs for text in texts)
+        return _SentencePlan(inputs, known, [text for text in wanted if text not in known])
+
+    def _fitting(
+        self, context: str, spans: list[tuple[int, int]], texts: list[str], chunk_text: str
+    ) -> tuple[str, list[tuple[int, int]], list[str]]:
+        """Only the sentences whose string fits the model whole. A longer one (a very long title in
+        the context) would be truncated, its sentence cut out of its own vector; it is left to the
+        answerer, which embeds the same string (same vector) if it ever scores it. Usually the
+        context and the whole chunk fit, and nothing is counted per sentence."""
+        budget = self._embedder.max_seq_length - SPECIAL_TOKENS
+        if not texts or self._embedder.count_tokens(context + chunk_text) + SPECIAL_TOKENS <= budget:
+            return context, spans, texts
+        kept = [(span, text) for span, text in zip(spans, texts) if self._embedder.count_tokens(text) <= budget]
+        return context, [span for span, _ in kept], [text for _, text in kept]
+
     async def _embed(self, texts: list[str]) -> np.ndarray:
+        """One vector per text; each distinct text is embedded once (a sentence of a chunk without
+        title or headings is the chunk's own string, an overlap repeats sentences)."""
         if not texts:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
+        distinct = list(dict.fromkeys(texts))
         # Batches of similar length pad little: measured 2.8x faster than document order on Vaswani.
-        order = np.argsort([len(text) for text in texts], kind="stable")
-        vectors = np.empty((len(texts), self._embedder.dim), dtype=np.float32)
-        for start in range(0, len(texts), self._batch_size):
+        order = np.argsort([len(text) for text in distinct], kind="stable")
+        vectors = np.empty((len(distinct), self._embedder.dim), dtype=np.float32)
+        for start in range(0, len(distinct), self._batch_size):
             # One thread hop per batch keeps the event loop (and readiness probes) responsive.
             positions = order[start : start + self._batch_size]
-            batch = [texts[i] for i in positions]
+            batch = [distinct[i] for i in positions]
             vectors[positions] = await asyncio.to_thread(self._embedder.encode_documents, batch)
-        return vectors
+        if len(distinct) == len(texts):
+            return vectors
+        row = {text: n for n, text in enumerate(distinct)}
+        return vectors[[row[text] for text in texts]]
 
     async def _replace(
         self,
@@ -256,3 +310,22 @@ class Ingestor:
                 failed.append(IngestFailure(name=doc_id, reason="index rejected " + "; ".join(reasons)))
             return error.doc_ids
         return set()
+
+
+@dataclass(slots=True)
+class _SentencePlan:
+    #: Per chunk: ``(context, spans, strings)`` (``sentence_inputs``).
+    inputs: list[tuple[str, list[tuple[int, int]], list[str]]]
+    #: Vectors already stored for some strings (``{string: vector}``), reused as they are.
+    known: dict[str, np.ndarray]
+    #: The distinct strings to embed, each once.
+    missing: list[str]
+
+    def attach(self, chunks: list[ChunkRecord], embedded: np.ndarray) -> None:
+        """Set each chunk's ``sentence_vectors`` from the stored and the newly ``embedded`` rows."""
+        rows = {**self.known, **dict(zip(self.missing, embedded))}
+        dim = embedded.shape[1]
+        for chunk, (context, spans, texts) in zip(chunks, self.inputs, strict=True):
+            matrix = np.stack([rows[text] for text in texts]) if texts else np.zeros((0, dim), dtype=np.float32)
+            chunk.sentence_vectors = pack(context, spans, matrix)
+

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rag_common.identity import EVERYONE
-from rag_common.schemas import Passage
+from rag_common.schemas import Passage, SentenceVectors
 from rag_common.upload_formats import HTML, MARKDOWN, PDF, PLAIN_TEXT
 
 #: Content types read with Markdown structure (ATX headings give ``section_path``, pipe tables are kept
@@ -84,6 +84,10 @@ class ChunkRecord:
     #: What is embedded when it is not ``text`` (``RETRIEVER_EMBED_TEMPLATE``): set by the chunker for
     #: the ingestor, not stored (the chunk id covers it).
     embed_text: str | None = field(default=None, compare=False, repr=False)
+    #: The vectors of the chunk's scorable sentences (``RETRIEVER_SENTENCE_VECTORS``,
+    #: :mod:`rag_common.sentence_vectors`), stored with it; None when off or indexed before they
+    #: existed. Left out of ``==`` and the repr, like ``ScoredChunk.vector``.
+    sentence_vectors: SentenceVectors | None = field(default=None, compare=False, repr=False)
 
     @property
     def content_type(self) -> str | None:
@@ -106,10 +110,17 @@ class ChunkRecord:
             "content_hash": self.content_hash,
             "tenant": self.tenant,
             "readers": list(self.readers),
+            # Only when there are some: payloads of chunks without them stay as they always were.
+            **({"sentence_vectors": self.sentence_vectors.model_dump()} if self.sentence_vectors is not None else {}),
         }
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> ChunkRecord:
+        stored = payload.get("sentence_vectors")
+        if isinstance(stored, dict):
+            # Written by ``to_payload`` from a validated model: rebuilt without validating again
+            # (every search hit is read through here).
+            payload = {**payload, "sentence_vectors": SentenceVectors.model_construct(**stored)}
         return cls(**payload)
 
 
@@ -122,8 +133,9 @@ class ScoredChunk:
     #: single truth value) and of the repr; compare vectors explicitly.
     vector: np.ndarray | None = field(default=None, compare=False, repr=False)
 
-    def to_passage(self) -> Passage:
-        """The wire passage; ``embedding`` is the vector as Python floats (each float32 value exact)."""
+    def to_passage(self, *, with_sentence_vectors: bool = False) -> Passage:
+        """The wire passage; ``embedding`` is the vector as Python floats (each float32 value exact);
+        ``sentence_vectors`` the stored ones when asked for (and stored)."""
         chunk = self.chunk
         metadata = dict(chunk.metadata)
         if chunk.table_id is not None:
@@ -139,6 +151,7 @@ class ScoredChunk:
             score=self.score,
             metadata=metadata,
             embedding=None if self.vector is None else np.asarray(self.vector, dtype=np.float32).reshape(-1).tolist(),
+            sentence_vectors=chunk.sentence_vectors if with_sentence_vectors else None,
         )
 
 
@@ -176,19 +189,24 @@ class SourceDocument:
             return "pages"
         return "markdown" if self.content_type in MARKDOWN_LAYOUT else "plain"
 
-    def fingerprint(self, embed_template: str = "{text}") -> str:
+    def fingerprint(self, embed_template: str = "{text}", *, sentence_vectors: bool = False) -> str:
         """Hash of the document-level fields; the text is covered by the chunk ids. The content hash
         is one of them, so chunks indexed before it existed are rewritten (with it) on re-ingest. So are
         the readers (only when not everyone, so fingerprints from before ACLs stay valid): an ACL
         change rewrites the chunks, with their stored vectors (``Ingestor``), nothing re-embedded. So is
         the embedding template (``RETRIEVER_EMBED_TEMPLATE``; only when not text-only, so text-only
         fingerprints from before it existed stay valid): re-ingesting under another template rewrites
-        the document, re-embedding the chunks whose embedded string changed."""
+        the document, re-embedding the chunks whose embedded string changed. So is whether sentence
+        vectors are stored (``RETRIEVER_SENTENCE_VECTORS``; only when on, so fingerprints from before
+        they existed stay valid with it off): turning them on, re-ingesting a document adds them,
+        its chunk vectors reused."""
         fields: dict[str, Any] = {
             "title": self.title, "source": self.source, "metadata": self.metadata, "content_hash": self.content_hash,
         }
         if embed_template != "{text}":
             fields["embed_template"] = embed_template
+        if sentence_vectors:
+            fields["sentence_vectors"] = True
         if self.readers != [EVERYONE]:
             fields["readers"] = sorted(self.readers)
         return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -123,14 +123,15 @@ async def open_runtime(
     try:
         lock = ReadWriteLock()
         chunker = Chunker(
-            EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens, settings.embed_template
+            EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens, settings.embed_template,
+            sentence_vectors=settings.sentence_vectors,
         )
         yield RetrieverRuntime(
             settings=settings,
             embedder=model,
             backend=backend,
             lock=lock,
-            ingestor=Ingestor(backend, model, chunker, lock),
+            ingestor=Ingestor(backend, model, chunker, lock, sentence_vectors=settings.sentence_vectors),
             search=SearchService(
                 backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k,
                 graph=GraphDefaults.of(settings), learned=learned,

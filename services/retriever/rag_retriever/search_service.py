@@ -19,7 +19,9 @@ includes the graph signals, the features and the scoring.
 Backends without ``fusion_candidates`` (OpenSearch) cannot serve it; the settings refuse that pairing.
 
 With ``include_embeddings`` the response also carries the query's embedding and each passage's
-stored embedding (for the reranker), read by the backend together with the hits.
+stored embedding (for the reranker), read by the backend together with the hits. With
+``include_sentence_vectors`` each passage carries its chunk's stored sentence vectors, where the
+chunk has them (for the generator: ``rag_common.sentence_vectors``).
 """
 
 from __future__ import annotations
@@ -99,6 +101,9 @@ class SearchService:
         filters = validate_filters(request.filters)
         top_k = request.top_k if "top_k" in request.model_fields_set else self._default_top_k
         with_vectors = request.include_embeddings
+        sentences = request.include_sentence_vectors
+        # Named only when asked for: a Searcher written before sentence vectors still serves the rest.
+        extra = {"with_sentence_vectors": True} if sentences else {}
         timings: dict[str, float] = {}
 
         vector = None
@@ -111,11 +116,11 @@ class SearchService:
         async with self._lock.read():
             if request.mode == "dense":
                 hits = await self._backend.search_dense(
-                    vector, top_k, filters, access=access, with_vectors=with_vectors
+                    vector, top_k, filters, access=access, with_vectors=with_vectors, **extra
                 )
             elif request.mode == "bm25":
                 hits = await self._backend.search_bm25(
-                    request.query, top_k, filters, access=access, with_vectors=with_vectors
+                    request.query, top_k, filters, access=access, with_vectors=with_vectors, **extra
                 )
             elif self._learned is not None:
                 found, matrix = await self._candidates(request.query, vector, top_k, filters, access, with_vectors,
@@ -123,7 +128,7 @@ class SearchService:
                 hits = _ranked_by(found.hits, self._learned.score(matrix), top_k)
             else:
                 hits = await self._backend.search_hybrid(
-                    request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors
+                    request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors, **extra
                 )
             timings["search"] = _elapsed_ms(step)
             ppr = self._graph.ppr if request.graph is None else request.graph
@@ -153,7 +158,7 @@ class SearchService:
 
         timings["total"] = _elapsed_ms(started)
         return SearchResponse(
-            passages=[hit.to_passage() for hit in hits],
+            passages=[hit.to_passage(with_sentence_vectors=sentences) for hit in hits],
             mode=request.mode,
             timings_ms=timings,
             query_embedding=query_embedding,

@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from rag_common.identity import Identity
-from rag_common.schemas import SEARCH_FILTER_FIELDS, DocumentInfo
+from rag_common.schemas import SEARCH_FILTER_FIELDS, DocumentInfo, SentenceVectors
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
 #: Fields a search may filter on, each an exact match on the whole value (the wire schema's list).
@@ -132,6 +132,13 @@ class Indexer(Protocol):
         unchanged chunk of a re-ingested document reuses its vector instead of being embedded again."""
 
 
+    async def document_sentence_vectors(
+        self, doc_id: str, *, tenant: str | None = None
+    ) -> dict[str, tuple[str, SentenceVectors | None]]:
+        """``{chunk_id: (text, stored sentence vectors or None)}`` of ``doc_id``'s chunks: a re-ingest
+        embeds only the sentence strings none of them has a vector for."""
+
+
 class ContentLookup(Protocol):
     async def documents_with_content(
         self, hashes: Collection[str], *, tenant: str | None = None
@@ -149,23 +156,25 @@ class Searcher(Protocol):
     """Every search takes ``access`` (the caller's ``AccessFilter``, applied inside the search together
     with ``filters``) and ``with_vectors``: when true, each hit's ``ScoredChunk.vector`` is the chunk's
     stored vector (float32, as upserted), read in the same pass as the hit; when false it is None
-    (and nothing extra is read or sent)."""
+    (and nothing extra is read or sent). ``with_sentence_vectors``: each hit's record carries its
+    stored ``sentence_vectors`` (where stored); without it a backend may leave them out (OpenSearch
+    does not fetch them; the embedded index reads them with the payload anyway)."""
 
     async def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         """Nearest chunks by cosine; score = (1 + cosine) / 2 in [0, 1]. Filters apply inside the search."""
 
     async def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         """Best chunks by BM25 over text and title; score = raw BM25 (>= 0)."""
 
     async def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         """Dense and BM25 fused as ``fusion`` says; min_max in [0, 1], rrf a sum of 1 / (60 + rank)."""
 

@@ -61,7 +61,7 @@ import tantivy
 from tantivy import Occur, Query
 
 from rag_common.identity import EVERYONE
-from rag_common.schemas import DocumentInfo
+from rag_common.schemas import DocumentInfo, SentenceVectors
 from rag_retriever.backends.base import (
     FILTER_FIELDS,
     AccessFilter,
@@ -317,9 +317,18 @@ class EmbeddedIndex:
             vectors[record.chunk_id] = np.frombuffer(stored.get_first("vector"), dtype="<f4").astype(np.float32)
         return vectors
 
+    def document_sentence_vectors(
+        self, doc_id: str, *, tenant: str | None = None
+    ) -> dict[str, tuple[str, SentenceVectors | None]]:
+        searcher = self._searcher()
+        return {
+            record.chunk_id: (record.text, record.sentence_vectors)
+            for record in self._records_matching(searcher, self._doc_query(doc_id, tenant))
+        }
+
     def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         filter_query = self._restricted(self._filter_query(filters), access)
         terms = list(dict.fromkeys(self._analyzer.analyze(query)))
@@ -339,7 +348,7 @@ class EmbeddedIndex:
 
     def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
@@ -889,6 +898,11 @@ class EmbeddedBackend:
     async def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
         return await asyncio.to_thread(self.index.document_vectors, doc_id, tenant=tenant)
 
+    async def document_sentence_vectors(
+        self, doc_id: str, *, tenant: str | None = None
+    ) -> dict[str, tuple[str, SentenceVectors | None]]:
+        return await asyncio.to_thread(self.index.document_sentence_vectors, doc_id, tenant=tenant)
+
     async def documents_with_content(
         self, hashes: Collection[str], *, tenant: str | None = None
     ) -> dict[str, list[str]]:
@@ -896,7 +910,7 @@ class EmbeddedBackend:
 
     async def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         return await asyncio.to_thread(
             self.index.search_dense, vector, k, filters, access=access, with_vectors=with_vectors
@@ -904,7 +918,7 @@ class EmbeddedBackend:
 
     async def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         return await asyncio.to_thread(
             self.index.search_bm25, query, k, filters, access=access, with_vectors=with_vectors
@@ -912,7 +926,7 @@ class EmbeddedBackend:
 
     async def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         if fusion.method == "z_score":
             raise ValueError("the embedded backend fuses with min_max or rrf; z_score needs the opensearch backend")

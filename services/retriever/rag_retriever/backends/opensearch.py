@@ -9,7 +9,7 @@ so that a finished ingest is searchable, as with the embedded backend.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ import numpy as np
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.helpers import async_bulk
 
-from rag_common.schemas import DocumentInfo
+from rag_common.schemas import DocumentInfo, SentenceVectors
 from rag_retriever.backends import opensearch_graph
 from rag_retriever.backends import opensearch_requests as dsl
 from rag_retriever.backends.base import (
@@ -164,25 +164,35 @@ class OpenSearchBackend:
         await self.upsert(chunks, vectors)
 
     async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
-        ids: set[str] = set()
-        after = None
-        while True:
-            body = dsl.chunk_ids_body(doc_id, PAGE_SIZE, after, tenant)
-            hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
-            ids.update(hit["_id"] for hit in hits)
-            if len(hits) < PAGE_SIZE:
-                return ids
-            after = hits[-1]["sort"][0]
+        return {hit["_id"] async for hit in self._document_hits(dsl.chunk_ids_body, doc_id, tenant)}
 
     async def document_vectors(self, doc_id: str, *, tenant: str | None = None) -> dict[str, np.ndarray]:
-        vectors: dict[str, np.ndarray] = {}
+        return {
+            hit["_id"]: dsl.vector_from_source(hit["_source"])
+            async for hit in self._document_hits(dsl.document_vectors_body, doc_id, tenant)
+        }
+
+    async def document_sentence_vectors(
+        self, doc_id: str, *, tenant: str | None = None
+    ) -> dict[str, tuple[str, SentenceVectors | None]]:
+        return {
+            hit["_id"]: dsl.sentence_vectors_from_source(hit["_source"])
+            async for hit in self._document_hits(dsl.document_sentence_vectors_body, doc_id, tenant)
+        }
+
+    async def _document_hits(
+        self, body_of: Callable[..., dict[str, Any]], doc_id: str, tenant: str | None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every hit of a document's chunks, ``PAGE_SIZE`` per request (``search_after`` on chunk id);
+        ``body_of(doc_id, page_size, after, tenant)`` builds each page's body."""
         after = None
         while True:
-            body = dsl.document_vectors_body(doc_id, PAGE_SIZE, after, tenant)
+            body = body_of(doc_id, PAGE_SIZE, after, tenant)
             hits = (await self._client.search(index=self.alias, body=body))["hits"]["hits"]
-            vectors.update((hit["_id"], dsl.vector_from_source(hit["_source"])) for hit in hits)
+            for hit in hits:
+                yield hit
             if len(hits) < PAGE_SIZE:
-                return vectors
+                return
             after = hits[-1]["sort"][0]
 
     async def document_fingerprint(self, doc_id: str, *, tenant: str | None = None) -> str | None:
@@ -204,19 +214,21 @@ class OpenSearchBackend:
 
     # ------------------------------------------------------------------ Searcher
 
-    # with_vectors: the vectors come back in the hits' _source, in the same request (no second
+    # with_vectors (with_sentence_vectors): the vectors (sentence vectors) come back in the hits'
+    # _source, only when asked for, in the same request (no second
     # round trip, and the same snapshot as the hits). access: a bool.filter on tenant and readers
     # inside every query (the knn clause's filter, the BM25 bool, both hybrid sub-queries).
 
     async def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
             return []
         body = dsl.dense_search_body(
-            vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors
+            vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors,
+            with_sentence_vectors=with_sentence_vectors,
         )
         response = await self._client.search(index=self.alias, body=body)
         return dsl.scored_hits(
@@ -225,24 +237,27 @@ class OpenSearchBackend:
 
     async def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         if k <= 0:
             return []
-        body = dsl.bm25_search_body(query, k, filters, access=access, with_vectors=with_vectors)
+        body = dsl.bm25_search_body(
+            query, k, filters, access=access, with_vectors=with_vectors, with_sentence_vectors=with_sentence_vectors
+        )
         response = await self._client.search(index=self.alias, body=body)
         return dsl.scored_hits(response, with_vectors=with_vectors)
 
     async def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
             return []
         pipeline = await self._ensure_pipeline(fusion)
         body = dsl.hybrid_search_body(
-            query, vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors
+            query, vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors,
+            with_sentence_vectors=with_sentence_vectors,
         )
         # The pipeline is what fuses: without search_pipeline the hybrid query is not normalised.
         response = await self._client.search(index=self.alias, body=body, search_pipeline=pipeline)

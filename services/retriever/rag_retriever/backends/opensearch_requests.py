@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rag_common.identity import EVERYONE
+from rag_common.schemas import SentenceVectors
 from rag_retriever.backends.base import (
     FILTER_FIELDS,
     AccessFilter,
@@ -31,7 +32,7 @@ from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 
 #: Bump when the mapping or index settings change; then run ``reindex_into_new_version``, unless the
 #: change only adds fields (``ADDED_FIELDS``): those an older index gets in place on startup.
-TEMPLATE_VERSION = 4
+TEMPLATE_VERSION = 5
 #: Fields each template version added, when that was its only change: ``{version: {field: mapping}}``.
 #: Adding a field to a mapping is allowed (changing one is not), so an index of an older version is
 #: brought up to date with one ``PUT {index}/_mapping`` (``mapping_upgrade_body``) instead of refusing
@@ -42,6 +43,8 @@ ADDED_FIELDS: dict[int, dict[str, dict[str, Any]]] = {
     # The structure-and-entity graph's part of each chunk (``entity_graph.chunk_node``): its entities
     # and its document's title entity, what the second hop counts and searches (``opensearch_graph``).
     4: {"graph_entities": {"type": "keyword"}, "graph_title": {"type": "keyword"}},
+    # Stored in _source, never indexed: the chunk's sentence vectors (rag_common.sentence_vectors).
+    5: {"sentence_vectors": {"type": "object", "enabled": False}},
 }
 #: The chunk's entities (normalised names, ``rag_retriever.entities``) and its title entity.
 GRAPH_ENTITIES_FIELD = "graph_entities"
@@ -50,10 +53,15 @@ GRAPH_TITLE_FIELD = "graph_title"
 #: readable by all of it (the embedded backend's format upgrade does the same).
 ACCESS_BACKFILL_VERSION = 3
 VECTOR_FIELD = "embedding"
+#: The chunk's sentence vectors (``SentenceVectors`` as JSON: base64 float32, about 2 KB per sentence).
+SENTENCE_VECTORS_FIELD = "sentence_vectors"
 #: Vectors are stored in ``_source`` (reindexing needs them) and sent back with hits only when a
-#: search asks for them (``with_vectors``): then the whole ``_source`` comes back.
-SOURCE_WITHOUT_VECTOR = {"excludes": [VECTOR_FIELD]}
-SOURCE_WITH_VECTOR = True
+#: search asks for them (``with_vectors``, ``with_sentence_vectors``): ``source_filter`` excludes
+#: the others; with both, the whole ``_source`` comes back.
+SOURCE_WITHOUT_VECTOR = {"excludes": [VECTOR_FIELD, SENTENCE_VECTORS_FIELD]}
+SOURCE_WITH_VECTOR = {"excludes": [SENTENCE_VECTORS_FIELD]}
+SOURCE_WITH_SENTENCE_VECTORS = {"excludes": [VECTOR_FIELD]}
+SOURCE_WITH_BOTH = True
 #: A title match says more about a chunk than one in its body.
 BM25_FIELDS = ["text", "title^2"]
 #: Metadata values that are also indexed as exact-match keyword fields (when strings or string lists).
@@ -282,28 +290,35 @@ def bm25_clause(query: str, filters: Filters | None, access: AccessFilter | None
     return {"bool": {"must": [match], "filter": clauses}} if clauses else match
 
 
-def source_filter(with_vectors: bool) -> bool | dict[str, Any]:
-    """The search body's ``_source``: everything stored (vector included) or all but the vector."""
-    return SOURCE_WITH_VECTOR if with_vectors else SOURCE_WITHOUT_VECTOR
+def source_filter(with_vectors: bool, with_sentence_vectors: bool = False) -> bool | dict[str, Any]:
+    """The search body's ``_source``: everything stored but the vectors not asked for."""
+    if with_vectors:
+        return SOURCE_WITH_BOTH if with_sentence_vectors else SOURCE_WITH_VECTOR
+    return SOURCE_WITH_SENTENCE_VECTORS if with_sentence_vectors else SOURCE_WITHOUT_VECTOR
 
 
 def dense_search_body(
     vector: np.ndarray, k: int, filters: Filters | None, ef_search: int,
-    *, access: AccessFilter | None = None, with_vectors: bool = False
+    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
 ) -> dict[str, Any]:
     query = knn_clause(vector, k, filters, ef_search, access)
-    return {"size": k, "_source": source_filter(with_vectors), "query": query}
+    return {"size": k, "_source": source_filter(with_vectors, with_sentence_vectors), "query": query}
 
 
 def bm25_search_body(
-    query: str, k: int, filters: Filters | None, *, access: AccessFilter | None = None, with_vectors: bool = False
+    query: str, k: int, filters: Filters | None,
+    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
 ) -> dict[str, Any]:
-    return {"size": k, "_source": source_filter(with_vectors), "query": bm25_clause(query, filters, access)}
+    return {
+        "size": k,
+        "_source": source_filter(with_vectors, with_sentence_vectors),
+        "query": bm25_clause(query, filters, access),
+    }
 
 
 def hybrid_search_body(
     query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int,
-    *, access: AccessFilter | None = None, with_vectors: bool = False
+    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
 ) -> dict[str, Any]:
     """Sent with ``search_pipeline=<pipeline_name>``; without it OpenSearch would not fuse at all.
 
@@ -311,12 +326,13 @@ def hybrid_search_body(
     ``size`` is the per-list candidate depth of the embedded backend (``candidates_per_list``);
     the caller keeps the first ``k``. Filters, access included, go inside each sub-query (the
     hybrid-level ``filter`` needs OpenSearch 3.0). So ``with_vectors`` brings back the vectors of
-    all ``size`` fused hits, not only the first ``k`` (about 8 KB of JSON per 384-d hit).
+    all ``size`` fused hits, not only the first ``k`` (about 8 KB of JSON per 384-d hit), and
+    ``with_sentence_vectors`` their sentence vectors (about 2 KB per sentence).
     """
     candidates = candidates_per_list(k)
     return {
         "size": candidates,
-        "_source": source_filter(with_vectors),
+        "_source": source_filter(with_vectors, with_sentence_vectors),
         "query": {
             "hybrid": {
                 # Order matters: the pipeline's weights are [dense, bm25].
@@ -363,6 +379,16 @@ def document_vectors_body(
     changes no chunk text, e.g. only the ACL)."""
     body = chunk_ids_body(doc_id, page_size, after, tenant)
     body["_source"] = ["chunk_id", VECTOR_FIELD]
+    return body
+
+
+def document_sentence_vectors_body(
+    doc_id: str, page_size: int, after: str | None = None, tenant: str | None = None
+) -> dict[str, Any]:
+    """One page of a document's chunk ids with their text and stored sentence vectors (a re-ingest
+    embeds only the sentence strings none of them has a vector for)."""
+    body = chunk_ids_body(doc_id, page_size, after, tenant)
+    body["_source"] = ["chunk_id", "text", SENTENCE_VECTORS_FIELD]
     return body
 
 
@@ -555,6 +581,13 @@ def bulk_failures(errors: Iterable[dict[str, Any]], doc_id_of: dict[str, str]) -
 def chunk_from_source(source: dict[str, Any]) -> ChunkRecord:
     # Absent fields (stored as null, or older documents) take the dataclass defaults.
     return ChunkRecord.from_payload({key: source[key] for key in CHUNK_FIELDS if source.get(key) is not None})
+
+
+def sentence_vectors_from_source(source: Mapping[str, Any]) -> tuple[str, SentenceVectors | None]:
+    """A hit of ``document_sentence_vectors_body``: the chunk's text and its stored sentence vectors
+    (None for a chunk written without them)."""
+    stored = source.get(SENTENCE_VECTORS_FIELD)
+    return source.get("text", ""), SentenceVectors.model_validate(stored) if isinstance(stored, dict) else None
 
 
 def dense_score(raw: float, space: KnnSpace) -> float:

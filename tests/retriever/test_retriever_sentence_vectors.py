@@ -1,0 +1,143 @@
+"""Sentence vectors at ingestion (``RETRIEVER_SENTENCE_VECTORS``): what is stored, what is embedded
+(and what is not, on re-ingest), and what a search returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rag_common.identity import Identity
+from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
+from rag_common.sentence_vectors import scorable_spans, sentence_context, sentence_texts, unpack
+from rag_retriever.backends.base import AccessFilter
+from rag_retriever.chunking import Chunker
+from rag_retriever.ingestion import Ingestor
+from rag_retriever.locking import ReadWriteLock
+from rag_retriever.search_service import SearchService
+
+RUNBOOK = "\n\n".join(
+    [
+        "# Deployment",
+        " ".join(f"Step {i} of the rollout moves replica {i} to the new image." for i in range(8)),
+        "## Rollback",
+        " ".join(f"Rollback rule {i} restores replica {i} from the previous image." for i in range(8)),
+    ]
+)
+
+
+class RecordingEmbedder:
+    """The real embedder, recording every document string it is given."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.dim, self.model_id, self.max_seq_length = inner.dim, inner.model_id, inner.max_seq_length
+        self.documents: list[str] = []
+
+    def encode_documents(self, texts: list[str]) -> np.ndarray:
+        self.documents.extend(texts)
+        return self._inner.encode_documents(texts)
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._inner.encode_queries(texts)
+
+    def count_tokens(self, text: str) -> int:
+        return self._inner.count_tokens(text)
+
+
+@pytest.fixture
+def recording(embedder) -> RecordingEmbedder:
+    return RecordingEmbedder(embedder)
+
+
+def ingestor_for(backend, embedder, tokenizer, *, on: bool) -> Ingestor:
+    chunker = Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15, sentence_vectors=on)
+    return Ingestor(backend, embedder, chunker, ReadWriteLock(), sentence_vectors=on)
+
+
+async def test_each_chunk_stores_the_vectors_of_the_strings_the_answerer_embeds(backend, recording, embedder, tokenizer):
+    result = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    stored = await backend.document_sentence_vectors("rb")
+    assert len(stored) == result.chunks > 2
+    sections = set()
+    for text, vectors in stored.values():
+        spans = scorable_spans(text)
+        assert vectors is not None and [tuple(span) for span in vectors.spans] == spans and spans
+        sections.add(vectors.context)
+        strings = sentence_texts(vectors.context, text, spans)
+        # Embedded at ingestion in other batches than these: equal up to float noise.
+        np.testing.assert_allclose(unpack(vectors), embedder.encode_documents(strings), atol=2e-6)
+    # The context is the answerer's: title, then the section path below it.
+    assert sections == {sentence_context("Runbook", ["Deployment"]), sentence_context("Runbook", ["Deployment", "Rollback"])}
+
+
+async def test_every_string_is_embedded_once_in_length_sorted_batches(backend, recording, tokenizer):
+    result = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    stored = await backend.document_sentence_vectors("rb")
+    strings = [s for text, v in stored.values() for s in sentence_texts(v.context, text, [tuple(x) for x in v.spans])]
+    assert len(strings) > len(set(strings))  # the chunks overlap: some sentences are in two of them
+    sentence_calls = [text for text in recording.documents if text in set(strings)]
+    assert sorted(sentence_calls) == sorted(set(strings))  # ... and were embedded once
+    assert len(recording.documents) == result.chunks + len(set(strings))
+
+
+async def test_a_re_ingest_embeds_only_what_changed(backend, recording, tokenizer):
+    ingestor = ingestor_for(backend, recording, tokenizer, on=True)
+    await ingestor.ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    before = await backend.document_sentence_vectors("rb")
+
+    # An ACL change rewrites the chunks: nothing is embedded, the vectors are kept as they were.
+    recording.documents.clear()
+    second = await ingestor.ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook", acl=DocumentAcl(groups=["ops"]))])
+    assert second.documents == 1 and recording.documents == []
+    after = await backend.document_sentence_vectors("rb")
+    assert {k: (t, v.model_dump()) for k, (t, v) in after.items()} == {k: (t, v.model_dump()) for k, (t, v) in before.items()}
+
+    # One sentence edited: its string and the changed chunks' texts are embedded, no other sentence.
+    edited = RUNBOOK.replace("Rollback rule 5 restores replica 5", "Rollback rule 5 drains replica 5")
+    recording.documents.clear()
+    await ingestor.ingest([DocumentIn(id="rb", text=edited, title="Runbook")])
+    sentences = [text for text in recording.documents if text.startswith("Runbook > ")]
+    assert sentences == ["Runbook > Deployment > Rollback: Rollback rule 5 drains replica 5 from the previous image."]
+
+
+async def test_off_stores_none_and_embeds_only_the_chunks(backend, recording, tokenizer):
+    result = await ingestor_for(backend, recording, tokenizer, on=False).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    assert len(recording.documents) == result.chunks
+    assert all(vectors is None for _, vectors in (await backend.document_sentence_vectors("rb")).values())
+
+
+async def test_turning_them_on_adds_them_on_re_ingest_without_re_embedding_the_chunks(backend, recording, tokenizer):
+    first = await ingestor_for(backend, recording, tokenizer, on=False).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    chunk_vectors = await backend.document_vectors("rb")
+    recording.documents.clear()
+    second = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    assert (second.documents, second.skipped) == (1, 0)  # the fingerprint says: no sentence vectors yet
+    assert recording.documents and all(text.startswith("Runbook > ") for text in recording.documents)
+    after = await backend.document_vectors("rb")
+    assert all(np.array_equal(after[k], chunk_vectors[k]) for k in chunk_vectors) and len(after) == first.chunks
+    third = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    assert third.skipped == 1
+
+
+async def test_a_search_returns_them_exactly_and_only_when_asked(backend, embedder, tokenizer):
+    await ingestor_for(backend, embedder, tokenizer, on=True).ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
+    stored = await backend.document_sentence_vectors("rb")
+    service = SearchService(backend, embedder, ReadWriteLock())
+    access = AccessFilter.of(Identity(tenant="default", user="ann"))
+    for mode in ("dense", "bm25", "hybrid"):
+        plain = await service.search(SearchRequest(query="rollback replica", mode=mode), access)
+        assert plain.passages and all(p.sentence_vectors is None for p in plain.passages)
+        asked = await service.search(SearchRequest(query="rollback replica", mode=mode, include_sentence_vectors=True), access)
+        for passage in asked.passages:
+            assert passage.sentence_vectors is not None
+            assert unpack(passage.sentence_vectors).tobytes() == unpack(stored[passage.chunk_id][1]).tobytes()
+
+
+async def test_a_sentence_string_too_long_for_the_model_is_left_to_the_answerer(backend, recording, tokenizer):
+    """A ~400-token title makes every "title: sentence" string longer than the model takes: none is
+    stored (the model would cut the sentence itself out of its vector), none is embedded."""
+    title = " ".join(["lighthouse keeper"] * 200)
+    text = " ".join(f"Sentence {i} about the harbour." for i in range(12))
+    result = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="t", text=text, title=title)])
+    assert len(recording.documents) == result.chunks  # the chunks only
+    assert all(v is not None and v.spans == [] for _, v in (await backend.document_sentence_vectors("t")).values())
