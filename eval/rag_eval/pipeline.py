@@ -198,7 +198,7 @@ class Pipeline:
         self.generator = generator
         self.generator_settings = generator_settings or GeneratorSettings()
         self.history_window = history_window or GatewaySettings().history_window()
-        self._cache: dict[tuple[str, str, str, int, bool, bool, bool], _Search] = {}
+        self._cache: dict[tuple[Any, ...], _Search] = {}
         self._refined: dict[str, tuple[str, dict[str, str | bool], float]] = {}
 
     def history(self, query: Query) -> list[HistoryTurn]:
@@ -214,7 +214,7 @@ class Pipeline:
         """The search for ``config``; ``True`` when it is another run's search, reused (only for a run
         that allows it, ``config.share_search``). Any other run searches, and is timed, itself."""
         with_vectors = config.needs_embeddings
-        key = (config.mode, config.fusion, text, config.candidates, config.graph, config.hop)
+        key = (config.mode, config.fusion, config.dense_weight, text, config.candidates, config.graph, config.hop)
         if config.share_search:
             cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
             if cached is not None:
@@ -223,7 +223,8 @@ class Pipeline:
         request = SearchRequest(query=text, top_k=config.candidates, mode=config.mode, include_embeddings=with_vectors,
                                 graph=config.graph, second_hop=config.hop)
         started = time.perf_counter()
-        response: SearchResponse = await self.retriever.search_services[config.fusion].search(request, EVAL_ACCESS)
+        service = self.retriever.search_service(config.fusion, config.dense_weight)
+        response: SearchResponse = await service.search(request, EVAL_ACCESS)
         ms = _ms(started)
         vectors = None
         passages = response.passages

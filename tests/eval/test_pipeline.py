@@ -74,6 +74,11 @@ class FakeRetriever:
     def __init__(self) -> None:
         self.service = FakeSearch()
         self.search_services = {"min_max": self.service, "rrf": self.service}
+        self.weights: list[float | None] = []
+
+    def search_service(self, fusion: str, dense_weight: float | None = None) -> FakeSearch:
+        self.weights.append(dense_weight)
+        return self.search_services[fusion]
 
 
 class FakeRefiner:
