@@ -59,6 +59,11 @@ GRIDS: dict[str, tuple[str, ...]] = {
         *(f"{fusion}+depth:50" for fusion in _FUSIONS),
         *(f"{fusion}+depth:50+{gmmr}" for fusion in _FUSIONS for gmmr in _DEEP_GMMR),
     ),
+    # One setting at a time, the others at their current default (subsets of ``defaults``): which
+    # single setting the held-out check supports changing.
+    "fusion": _FUSIONS,
+    "gmmr": ("hybrid:0.5", *(f"hybrid:0.5+{gmmr}" for gmmr in _GMMR)),
+    "depth": ("hybrid:0.5", "hybrid:0.5+depth:10", "hybrid:0.5+depth:50"),
 }
 
 

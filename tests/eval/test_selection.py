@@ -134,3 +134,5 @@ def test_dense_weight_and_depth_specs() -> None:
             parse_run(bad)
     assert all(parse_run(spec).name == spec for spec in GRIDS["defaults"])
     assert len(set(GRIDS["defaults"])) == len(GRIDS["defaults"])
+    for name in ("fusion", "gmmr", "depth"):  # one setting at a time: subsets of the joint grid
+        assert set(GRIDS[name]) <= set(GRIDS["defaults"])
