@@ -211,6 +211,9 @@ def verdict(folds: Sequence[Fold], metric: str, chosen_on_all: str) -> tuple[str
     losses = [f.held_out for f in folds if f.held_out_scores[metric][2].high < 0.0]
     wins = [f.held_out for f in folds if f.held_out_scores[metric][2].low > 0.0]
     name = pretty(metric)
+    if all(f.held_out_scores[metric][2].low == f.held_out_scores[metric][2].high == 0.0 for f in folds):
+        return None, (f"keep the current default: every fold chose a candidate that scores exactly as the "
+                      f"current default on its held-out dataset ({name})")
     if losses:
         return None, (f"keep the current default: the choice made on the other datasets was significantly worse "
                       f"on {', '.join(losses)} ({name}, held out)")

@@ -89,6 +89,8 @@ def test_a_consistent_gain_is_adopted_and_noise_is_not() -> None:
     noise = leave_one_dataset_out(grid, DATASETS, ["a", "same"], "default", resamples=500)
     assert noise.adopt is None and "noise" in noise.reason
     assert verdict(noise.folds, "ndcg@10", "a")[0] is None
+    same = leave_one_dataset_out(grid, DATASETS, ["default"], "default", resamples=200)
+    assert same.adopt is None and "exactly as the current default" in same.reason
 
 
 def test_load_grid_reads_summaries_and_names_the_missing(tmp_path: Path) -> None:
