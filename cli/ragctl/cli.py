@@ -193,6 +193,9 @@ def eval_command(
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write PNG plots next to the reports"),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="tqdm progress bars"),
     judge: int = typer.Option(0, "--judge", min=0, help="LLM-judge the answers of LLM runs N times (needs --llm)"),
+    grid: str | None = typer.Option(
+        None, "--grid", help="Also run a selection grid (defaults: fusion x gMMR x depth) for ragctl eval-select"
+    ),
 ) -> None:
     """Evaluate pipelines in-process on benchmark datasets; resumable (reruns skip queries already done)."""
     from ragctl.eval_command import run_eval
@@ -201,12 +204,42 @@ def eval_command(
         done = run_eval(
             datasets=dataset, runs=run or [], ablation=ablation, limit=limit, reports=reports, llm=llm,
             corpus_sample=corpus_sample, ks=ks, candidates=candidates, top_k=top_k, adaptive_limit=adaptive_limit,
-            resamples=resamples, seed=seed, plots=plots, progress=progress, judge=judge, echo=typer.echo,
+            resamples=resamples, seed=seed, plots=plots, progress=progress, judge=judge, echo=typer.echo, grid=grid,
         )
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc
     raise typer.Exit(0 if done else 1)
+
+
+@app.command("eval-select")
+def eval_select_command(
+    dataset: list[str] = typer.Option(
+        ["hotpotqa", "clapnq", "mtrag-un", "vaswani"], "--dataset", "-d", help="Datasets of the rotation (repeatable)"
+    ),
+    reports: Path = typer.Option(REPO_ROOT / "reports", "--reports", help="Report folder the runs were written to"),
+    grid: str | None = typer.Option("defaults", "--grid", help="Candidates: a named grid (rag_eval.selection.GRIDS)"),
+    run: list[str] | None = typer.Option(None, "--run", "-r", help="Candidates instead of --grid, in preference order"),
+    default: str = typer.Option("default", "--default", help="The current default's run (the baseline)"),
+    metric: str = typer.Option("ndcg@10", "--metric", help="The criterion (mean over the training datasets)"),
+    report_metric: list[str] | None = typer.Option(None, "--report-metric", "-m", help="Also report these held out"),
+    tie: float = typer.Option(0.001, "--tie", min=0.0, help="Criterion differences below this are ties"),
+    resamples: int = typer.Option(2000, min=100, help="Bootstrap resamples of the 95% CIs"),
+    seed: int = typer.Option(0, help="Seed of the bootstrap"),
+    out: Path | None = typer.Option(None, "--out", help="Also write the selection as JSON here"),
+) -> None:
+    """Choose a default on all but one dataset, report it on the held-out one against the current
+    default (paired 95% CIs), rotate; then the choice on all datasets and whether to adopt it."""
+    from ragctl.eval_command import select_defaults
+
+    try:
+        typer.echo(select_defaults(
+            reports=reports, datasets=dataset, grid=None if run else grid, runs=run or (), default=default,
+            metric=metric, report_metrics=report_metric or (), tie=tie, resamples=resamples, seed=seed, out=out,
+        ))
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
 
 
 @app.command("eval-compare")

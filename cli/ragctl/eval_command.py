@@ -90,6 +90,7 @@ def run_eval(
     progress: bool,
     judge: int = 0,
     echo: Callable[[str], None] = print,
+    grid: str | None = None,
 ) -> int:
     """Returns the number of datasets evaluated (skipped ones, e.g. missing files, do not count)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -107,8 +108,13 @@ def run_eval(
             raise ValueError(f"run {spec!r} needs an LLM endpoint: add --llm")
     if judge and not llm:
         raise ValueError("--judge needs --llm (the judge is an LLM)")
-    if not runs and not ablation:
-        raise ValueError("say what to run: --run SPEC (repeatable) and/or --ablation")
+    from rag_eval.selection import grid_runs
+
+    grid_specs = grid_runs(grid) if grid else ()
+    for spec in grid_specs:
+        parse_run(spec, candidates=candidates, top_k=top_k)
+    if not runs and not ablation and not grid_specs:
+        raise ValueError("say what to run: --run SPEC (repeatable), --ablation and/or --grid NAME")
     with ExitStack() as stack:
         options = EvalOptions(
             reports=reports,
@@ -128,7 +134,7 @@ def run_eval(
         evaluator = Evaluator(options, echo=echo)
         done = 0
         for name in names:
-            result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation))
+            result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation, grid=grid_specs))
             if not result.skipped:
                 done += 1
                 echo(f"{result.dataset}: reports in {reports / result.dataset}")
@@ -171,3 +177,27 @@ def compare_summaries(
         raise ValueError(f"unknown metric(s) {unknown}; e.g. {', '.join(available[:6])}")
     table, _ = comparison_table(summaries, baseline, chosen, resamples=resamples, seed=seed)
     return table
+
+
+def select_defaults(
+    *, reports: Path, datasets: Sequence[str], grid: str | None, runs: Sequence[str] = (), default: str = "default",
+    metric: str = "ndcg@10", report_metrics: Sequence[str] = (), tie: float = 0.001, resamples: int = 2000,
+    seed: int = 0, out: Path | None = None,
+) -> str:
+    """``ragctl eval-select``: the leave-one-dataset-out choice (``rag_eval.selection``) over summaries
+    already written by ``ragctl eval`` (``--grid NAME`` or ``--run``). Returns the Markdown."""
+    import json
+
+    from rag_eval.runs import parse_run
+    from rag_eval.selection import grid_runs, leave_one_dataset_out, load_grid, selection_markdown
+
+    candidates = list(runs) if runs else list(grid_runs(grid or "defaults"))
+    names = [parse_run(spec).name for spec in candidates]  # the normalised names are the file names
+    baseline = parse_run(default).name
+    chosen_datasets = [name for value in datasets for name in parse_datasets([value])]
+    loaded = load_grid(Path(reports), chosen_datasets, list(dict.fromkeys([baseline, *names])))
+    selection = leave_one_dataset_out(loaded, chosen_datasets, names, baseline, metric=metric,
+                                      report_metrics=report_metrics, tie=tie, resamples=resamples, seed=seed)
+    if out is not None:
+        Path(out).write_text(json.dumps(selection.to_dict(), indent=2))
+    return selection_markdown(selection)

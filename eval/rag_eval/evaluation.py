@@ -125,6 +125,14 @@ def llm_configs(options: EvalOptions, dataset: Dataset) -> list[RunConfig]:
     return configs
 
 
+def grid_run_configs(specs: Sequence[str], options: EvalOptions) -> list[RunConfig]:
+    """Run specs of a selection grid, sharing searches: the runs that need the candidates' vectors
+    come first, so one search (with vectors) per query serves every run of the same retrieval."""
+    configs = [parse_run(spec, candidates=options.candidates, top_k=options.top_k) for spec in specs]
+    configs = [config.with_stages(share_search=True, named_depth=config.named_depth) for config in configs]
+    return sorted(configs, key=lambda config: not config.needs_embeddings)
+
+
 def best_lambda(sweep: dict[str, dict[float, float]]) -> float:
     """The λ with the best mean over the modes; ties → the larger λ (closest to relevance only)."""
     lambdas = sorted({lam for values in sweep.values() for lam in values})
@@ -217,7 +225,12 @@ class Evaluator:
 
     # ------------------------------------------------------------------------------ runs
 
-    async def evaluate(self, name: str, *, runs: Sequence[str] = (), ablation: bool = False) -> DatasetResult:
+    async def evaluate(
+        self, name: str, *, runs: Sequence[str] = (), ablation: bool = False, grid: Sequence[str] = ()
+    ) -> DatasetResult:
+        """``runs`` (each its own search, a comparison table), the ablation, and ``grid``: run specs
+        evaluated for ``rag_eval.selection`` (summaries only; runs of one search share it, so their
+        latency is not measured)."""
         result = DatasetResult(dataset=name)
         try:
             dataset, queries, subset = self.load(name)
@@ -227,7 +240,8 @@ class Evaluator:
             return result
         name = result.dataset = dataset.name
         configs = [parse_run(spec, candidates=self.options.candidates, top_k=self.options.top_k) for spec in runs]
-        need_llm = any(config.uses_llm for config in configs) or (ablation and self.options.llm_settings is not None)
+        grid_configs = grid_run_configs(grid, self.options)
+        need_llm = any(config.uses_llm for config in [*configs, *grid_configs]) or (ablation and self.options.llm_settings is not None)
         if need_llm and self.options.llm_settings is None:
             raise ValueError("these runs need the LLM: pass llm_settings (ragctl eval --llm)")
         report_dir = self.options.reports / name
@@ -244,6 +258,10 @@ class Evaluator:
                 await self._ablation(dataset, queries, pipeline, index, reranker, report_dir, result, extra)
             if configs:
                 await self._runs(dataset, queries, pipeline, index, configs, report_dir, result, extra)
+            if grid_configs:
+                result.summaries.update(await self._execute(dataset, queries, pipeline, index, grid_configs, report_dir,
+                                                            extra, label=f"{dataset.name}: grid"))
+                self.echo(f"{dataset.name}: {len(grid_configs)} grid runs summarised in {report_dir}")
         return result
 
     async def _execute(

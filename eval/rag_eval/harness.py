@@ -77,6 +77,18 @@ class Retriever:
         if runtime.settings.hybrid_normalization == "learned":
             # The served learned fusion (its model loaded by the runtime), for the ``default`` run.
             self.search_services["learned"] = runtime.search
+        self._weighted: dict[float, SearchService] = {}
+
+    def search_service(self, fusion: str, dense_weight: float | None = None) -> SearchService:
+        """The search service of ``fusion``; with a ``dense_weight`` (min_max only), one with that weight
+        instead of the settings' (built once per weight, same index and lock)."""
+        if dense_weight is None or fusion != "min_max":
+            return self.search_services[fusion]
+        if dense_weight not in self._weighted:
+            self._weighted[dense_weight] = self.runtime.search_with(
+                FusionSettings(method="min_max", dense_weight=dense_weight)
+            )
+        return self._weighted[dense_weight]
 
     @property
     def settings(self) -> RetrieverSettings:

@@ -203,7 +203,7 @@ class Pipeline:
         self.generator = generator
         self.generator_settings = generator_settings or GeneratorSettings()
         self.history_window = history_window or GatewaySettings().history_window()
-        self._cache: dict[tuple[str, str, str, int, bool, bool, bool], _Search] = {}
+        self._cache: dict[tuple[Any, ...], _Search] = {}
         #: Search text → the search service whose learned fusion model never saw that question (set by
         #: the evaluation before a cross-fitted ``hybrid:learned`` run, ``rag_eval.fusion_training``).
         self.held_out_search: dict[str, SearchService] = {}
@@ -222,7 +222,7 @@ class Pipeline:
         """The search for ``config``; ``True`` when it is another run's search, reused (only for a run
         that allows it, ``config.share_search``). Any other run searches, and is timed, itself."""
         with_vectors = config.needs_embeddings
-        key = (config.mode, config.fusion, text, config.candidates, config.graph, config.hop)
+        key = (config.mode, config.fusion, config.dense_weight, text, config.candidates, config.graph, config.hop)
         if config.share_search:
             cached = self._cache.get((*key, True)) or (None if with_vectors else self._cache.get((*key, False)))
             if cached is not None:
@@ -238,7 +238,7 @@ class Pipeline:
         elif config.fusion not in self.retriever.search_services:
             raise StageNotAvailable(f"fusion {config.fusion} is not served here (RETRIEVER_HYBRID_NORMALIZATION)")
         else:
-            service = self.retriever.search_services[config.fusion]
+            service = self.retriever.search_service(config.fusion, config.dense_weight)
         response: SearchResponse = await service.search(request, EVAL_ACCESS)
         ms = _ms(started)
         vectors = None

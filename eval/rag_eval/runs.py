@@ -16,6 +16,9 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
     hybrid+graph                  hybrid, then the retriever's graph signal (personalised PageRank over the
                                   structure-and-entity graph, docs/retriever.md)
     hybrid+hop                    hybrid with the retriever's second hop (entity follow-up searches)
+    hybrid:0.3                    min_max hybrid with dense weight 0.3 (BM25 0.7) instead of the
+                                  retriever's ``RETRIEVER_HYBRID_DENSE_WEIGHT``
+    hybrid+depth:50               50 candidates for this run, whatever ``--candidates`` says
     default                       exactly what ``/v1/chat`` runs, read from the settings: the gateway's
                                   mode and candidate depth (``GATEWAY_SEARCH_MODE``,
                                   ``GATEWAY_RETRIEVAL_CANDIDATES``), the retriever's fusion and graph
@@ -26,7 +29,8 @@ A run is written as a spec string, ``+``-separated, the retrieval mode first::
 generates answers.
 
 Tokens: a mode (``bm25``, ``dense``, ``hybrid`` or ``hybrid:<fusion>`` with fusion ``min_max``
-(default), ``rrf`` or ``learned``), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
+(default), ``rrf`` or ``learned``, or ``hybrid:<w>`` / ``hybrid:min_max:<w>``: min_max with dense weight ``w``),
+the retrieval flags ``graph``, ``hop`` and ``depth:<N>`` (this run's candidate depth), rerank stages in chain order (``cross_encoder``/``ce``, ``diffusion``,
 ``diffusion:<alpha>``, ``gmmr``, ``gmmr:<λ>``, ``gmmr:adaptive``), and the flags ``refiner`` and
 ``llm``. The spec, normalised, is the run's name and its report file name.
 
@@ -129,6 +133,11 @@ class RunConfig:
     #: The retriever's graph signal (PPR over the structure-and-entity graph) and second hop.
     graph: bool = False
     hop: bool = False
+    #: min_max fusion's dense weight (BM25 gets 1 - it); None = the retriever's setting
+    #: (``RETRIEVER_HYBRID_DENSE_WEIGHT``). Named in the spec as ``hybrid:<w>``.
+    dense_weight: float | None = None
+    #: The spec named the depth (``depth:<N>``): ``candidates`` is the run's own and part of its name.
+    named_depth: bool = False
     #: A name that replaces the spec-derived one (``default``).
     label: str = ""
     #: Free-form tags (e.g. ``{"sweep": "lambda"}``); not part of the name.
@@ -143,6 +152,11 @@ class RunConfig:
             raise ValueError(f"unknown retrieval mode {self.mode!r}; use one of {', '.join(MODES)}")
         if self.fusion not in FUSIONS:
             raise ValueError(f"unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}")
+        if self.dense_weight is not None:
+            if self.mode != "hybrid" or self.fusion != "min_max":
+                raise ValueError(f"a dense weight needs min_max hybrid, got mode {self.mode!r} fusion {self.fusion!r}")
+            if not 0.0 <= self.dense_weight <= 1.0:
+                raise ValueError(f"dense weight must be in [0, 1], got {self.dense_weight}")
         if not 1 <= self.top_k <= self.candidates <= 200:
             raise ValueError(f"need 1 <= top_k ({self.top_k}) <= candidates ({self.candidates}) <= 200")
 
@@ -151,7 +165,11 @@ class RunConfig:
         if self.label:
             return self.label
         mode = self.mode if self.mode != "hybrid" or self.fusion == "min_max" else f"hybrid:{self.fusion}"
+        if self.dense_weight is not None:
+            mode = f"hybrid:{self.dense_weight:g}"
         tokens = [mode, *(flag for flag in RETRIEVAL_FLAGS if getattr(self, flag))]
+        if self.named_depth:
+            tokens.append(f"depth:{self.candidates}")
         tokens += [stage.token for stage in self.stages]
         if self.refiner:
             tokens.append("refiner")
@@ -194,6 +212,8 @@ class RunConfig:
             top_k=changes.pop("top_k", self.top_k),
             graph=changes.pop("graph", self.graph),
             hop=changes.pop("hop", self.hop),
+            dense_weight=changes.pop("dense_weight", self.dense_weight),
+            named_depth=changes.pop("named_depth", self.named_depth),
             tags=changes.pop("tags", dict(self.tags)),
             share_search=changes.pop("share_search", self.share_search),
         )
@@ -203,6 +223,7 @@ class RunConfig:
             "name": self.name,
             "mode": self.mode,
             "fusion": self.fusion if self.mode == "hybrid" else None,
+            "dense_weight": self.dense_weight,
             "stages": [stage.token for stage in self.stages],
             "refiner": self.refiner,
             "llm": self.llm,
@@ -228,15 +249,25 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
         raise ValueError(f"run {spec!r} must start with a mode (bm25, dense, hybrid), got {head!r}")
     if fusion and mode != "hybrid":
         raise ValueError(f"only hybrid takes a fusion, got {head!r}")
+    fusion, dense_weight = _fusion(fusion, spec)
     stages: list[StageConfig] = []
     refiner = llm = False
     flags: dict[str, bool] = {}
+    depth: int | None = None
     for token in rest:
         name, _, value = token.partition(":")
-        if token in RETRIEVAL_FLAGS:
+        if token in RETRIEVAL_FLAGS or name == "depth":
             if stages:
                 raise ValueError(f"{token} is a retrieval flag: put it before the rerank stages in {spec!r}")
-            flags[token] = True
+            if name == "depth":
+                try:
+                    depth = int(value)
+                except ValueError:
+                    raise ValueError(f"depth wants a number of candidates, e.g. depth:50, got {token!r}") from None
+                if not 1 <= depth <= 200:
+                    raise ValueError(f"depth must be in [1, 200], got {depth}")
+            else:
+                flags[token] = True
         elif token == "refiner":
             refiner = True
         elif token == "llm":
@@ -248,16 +279,38 @@ def parse_run(spec: str, *, candidates: int = DEFAULT_CANDIDATES, top_k: int = D
                 f"unknown token {token!r} in run {spec!r}; use graph, hop, cross_encoder|ce, diffusion[:α], "
                 "gmmr[:λ|:adaptive][:scores|:cosine], refiner, llm (or the whole spec: default)"
             )
+    if depth is not None:
+        candidates, top_k = depth, min(top_k, depth)
     return RunConfig(
         mode=mode,  # type: ignore[arg-type]
-        fusion=fusion or "min_max",
+        fusion=fusion,
+        dense_weight=dense_weight,
         stages=tuple(stages),
         refiner=refiner,
         llm=llm,
         candidates=candidates,
         top_k=top_k,
+        named_depth=depth is not None,
         **flags,
     )
+
+
+def _fusion(value: str, spec: str) -> tuple[str, float | None]:
+    """``""`` / ``"min_max"`` / ``"rrf"`` / ``"0.3"`` / ``"min_max:0.3"`` → (fusion, dense weight or None)."""
+    if value in ("", *FUSIONS):
+        return value or "min_max", None
+    method, _, weight = value.rpartition(":")
+    if method not in ("", "min_max"):
+        raise ValueError(f"only min_max fusion takes a dense weight, got {value!r} in {spec!r}")
+    try:
+        number = float(weight)
+    except ValueError:
+        raise ValueError(
+            f"unknown fusion {value!r} in {spec!r}; use hybrid, hybrid:rrf, hybrid:<dense weight> (e.g. hybrid:0.3)"
+        ) from None
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"dense weight must be in [0, 1], got {number} in {spec!r}")
+    return "min_max", number
 
 
 def default_run(*, top_k: int = DEFAULT_TOP_K) -> RunConfig:
@@ -280,9 +333,11 @@ def default_run(*, top_k: int = DEFAULT_TOP_K) -> RunConfig:
         else:
             stages.append(StageConfig(name))
     fusion = retriever.hybrid_normalization if retriever.hybrid_normalization in FUSIONS else "min_max"
+    weighted = gateway.search_mode == "hybrid" and fusion == "min_max"
     return RunConfig(
         mode=gateway.search_mode,
         fusion=fusion,
+        dense_weight=retriever.hybrid_dense_weight if weighted else None,
         stages=tuple(stages),
         candidates=candidates,
         top_k=min(top_k, candidates),

@@ -74,6 +74,11 @@ class FakeRetriever:
     def __init__(self) -> None:
         self.service = FakeSearch()
         self.search_services = {"min_max": self.service, "rrf": self.service}
+        self.weights: list[float | None] = []
+
+    def search_service(self, fusion: str, dense_weight: float | None = None) -> FakeSearch:
+        self.weights.append(dense_weight)
+        return self.search_services[fusion]
 
 
 class FakeRefiner:
@@ -153,6 +158,20 @@ async def test_each_run_searches_itself_and_sweeps_share(reranker: RerankService
     alone = await pipeline.run(dataclasses.replace(parse_run("dense+diffusion", top_k=6), share_search=True), QUERY)
     assert [r.include_embeddings for r in retriever.service.requests[2:]] == [False, True]
     assert "search_reused" not in alone
+
+
+async def test_dense_weight_and_depth_reach_the_search_and_do_not_share_across(reranker: RerankService) -> None:
+    retriever = FakeRetriever()
+    pipeline = Pipeline(retriever, reranker)
+    grid = [dataclasses.replace(parse_run(spec, candidates=20, top_k=20), share_search=True)
+            for spec in ("hybrid:0.3", "hybrid:0.3+gmmr:0.9:scores", "hybrid:0.7", "hybrid:0.3+depth:10")]
+    records = [await pipeline.run(config, QUERY) for config in grid]
+    # One search per (weight, depth); the same weight and depth share it.
+    assert retriever.weights == [0.3, 0.3, 0.7, 0.3]
+    assert [r.top_k for r in retriever.service.requests] == [20, 20, 20, 10]
+    assert [bool(r.get("search_reused")) for r in records] == [False, False, False, False]
+    again = await pipeline.run(grid[1], QUERY)
+    assert again["search_reused"] is True and len(retriever.service.requests) == 4
 
 
 class SpyReranker:

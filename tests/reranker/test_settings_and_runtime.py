@@ -51,7 +51,7 @@ def test_defaults(clean_env: pytest.MonkeyPatch) -> None:
     assert settings.torch_threads == 0
     assert settings.diffusion_alpha == 0.85
     assert settings.diffusion_top_k_edges is None
-    assert settings.mmr_lambda == 0.7
+    assert settings.mmr_lambda == 0.9
     assert settings.mmr_relevance == "scores"
     assert settings.adaptive_lambdas == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert settings.evaluator_timeout_s == 60.0
