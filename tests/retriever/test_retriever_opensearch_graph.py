@@ -77,7 +77,7 @@ STATS_ANSWER = {
 def follow_up(name: str) -> dict:
     return {
         "size": 3,
-        "_source": {"excludes": ["embedding"]},
+        "_source": {"excludes": ["embedding", "sentence_vectors"]},
         "query": {
             "bool": {
                 "must": [{"multi_match": {"query": name, "fields": ["text", "title^2"], "type": "most_fields"}}],
@@ -161,7 +161,7 @@ def test_follow_ups_carry_filters_and_vectors_like_any_bm25_search():
         {},
         {
             "size": 2,
-            "_source": True,
+            "_source": {"excludes": ["sentence_vectors"]},  # follow-ups never carry sentence vectors
             "query": {
                 "bool": {
                     "must": [{"multi_match": {"query": "ghana", "fields": ["text", "title^2"], "type": "most_fields"}}],
