@@ -92,8 +92,8 @@ class RetrieverSettings(ServiceSettings):
     hybrid_dense_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Weight of the dense list in min_max fusion (BM25 gets 1 - it). "
         "Higher trusts the embedder (paraphrases, ClapNQ's best 0.7), lower trusts exact terms (HotpotQA's entity "
-        "names, best 0.4). 0.5 was chosen on every three of four datasets in the held-out-dataset check "
-        "(docs/evaluation.md, 'Choosing defaults'); no other weight was chosen on any three. Default 0.5."
+        "names, best 0.4). 0.5 was chosen on every three of four datasets in the held-out-dataset check (fusion "
+        "grid; docs/evaluation.md, 'Choosing defaults'); no other weight was chosen on any three. Default 0.5."
     )
     hnsw_m: int = Field(default=16, ge=2, description="HNSW graph degree M (fixed when the index is created). Default 16.")
     hnsw_ef_construction: int = Field(
