@@ -40,7 +40,8 @@ def test_default_run_is_the_served_chain_with_default_settings(clean_env: pytest
     assert run.candidates == _served_search_top_k(gateway) == gateway.retrieval_candidates
     assert run.mode == gateway.search_mode == "hybrid"
     assert run.fusion == retriever.hybrid_normalization
-    assert run.dense_weight == retriever.hybrid_dense_weight  # the served fusion weight, searched explicitly
+    # min_max: the served fusion weight, searched explicitly; learned: the served search service itself
+    assert run.dense_weight == (retriever.hybrid_dense_weight if run.fusion == "min_max" else None)
     assert (run.graph, run.hop) == (retriever.graph_ppr, retriever.graph_second_hop)
     assert [stage.name for stage in run.stages] == list(reranker.default_chain)
     assert run.top_k <= run.candidates
@@ -64,6 +65,8 @@ def test_default_run_follows_the_settings(clean_env: pytest.MonkeyPatch) -> None
     clean_env.setenv("RERANKER_MMR_LAMBDA", "0.6")
     clean_env.setenv("RERANKER_MMR_RELEVANCE", "scores")
     clean_env.setenv("RETRIEVER_HYBRID_DENSE_WEIGHT", "0.3")
+    assert parse_run("default").dense_weight is None  # learned fusion: the served service, its own weight
+    clean_env.setenv("RETRIEVER_HYBRID_NORMALIZATION", "min_max")
     assert parse_run("default").dense_weight == 0.3  # (mode still hybrid here)
     clean_env.setenv("GATEWAY_SEARCH_MODE", "dense")
     run = parse_run("default", candidates=50, top_k=20)  # --candidates does not move the served depth

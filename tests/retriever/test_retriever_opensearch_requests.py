@@ -29,7 +29,7 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 ALIAS = "rag-chunks"
 NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP = "2025-01-02T03:04:05.678+00:00"
-PHYSICAL = "rag-chunks-v4-20250102-030405"
+PHYSICAL = "rag-chunks-v5-20250102-030405"
 CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
 SOURCE_EXCLUDES = {"excludes": ["embedding", "sentence_vectors"]}
@@ -95,7 +95,7 @@ async def backend(cluster: FakeCluster):
 EXPECTED_TEMPLATE = {
     "index_patterns": ["rag-chunks-v*"],
     "priority": 100,
-    "version": 4,
+    "version": 5,
     "template": {
         "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
         "mappings": {
@@ -180,7 +180,7 @@ async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_c
     }
 
 
-def mapping_answer(dim: int, model_id: str, version: int = 4) -> dict:
+def mapping_answer(dim: int, model_id: str, version: int = 5) -> dict:
     return {
         PHYSICAL: {
             "mappings": {
@@ -910,7 +910,7 @@ async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monke
         assert (template.path, head.path, pipeline.path) == (
             "/_index_template/kb-template", "/_alias/kb", "/_search/pipeline/kb-hybrid-zscore-dense600"
         )
-        assert re.fullmatch(r"/kb-v4-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
+        assert re.fullmatch(r"/kb-v5-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
         assert template.body["template"]["mappings"]["properties"]["embedding"]["method"] == {
             "name": "hnsw", "engine": "lucene", "space_type": "innerproduct",
             "parameters": {"m": 24, "ef_construction": 128},
