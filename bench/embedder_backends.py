@@ -46,11 +46,11 @@ from rag_retriever.backends.base import FusionSettings
 from rag_retriever.runtime import open_runtime
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
-from retrieval_latency import chunk  # noqa: E402 - the same synthetic chunks as the latency bench
+# The same synthetic chunks, percentiles and query timing as the latency bench.
+from retrieval_latency import WARMUP, chunk, summary, time_query_embedding  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("torch", "onnx")
-WARMUP = 20
 BATCH = 64
 QUALITY_DATASETS = ("hotpotqa", "clapnq", "mtrag-un", "vaswani")
 GOALS_MS = {"query_p50_onnx": 5.0, "hybrid_with_embedding_p50": 8.0}
@@ -58,16 +58,6 @@ GOALS_MS = {"query_p50_onnx": 5.0, "hybrid_with_embedding_p50": 8.0}
 
 def load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
-
-
-def summary(samples_ms: list[float]) -> dict[str, float]:
-    values = np.asarray(samples_ms)
-    return {
-        "p50": round(float(np.percentile(values, 50)), 3),
-        "p95": round(float(np.percentile(values, 95)), 3),
-        "mean": round(float(values.mean()), 3),
-        "n": len(samples_ms),
-    }
 
 
 def embedder(backend: str, threads: int) -> Embedder:
@@ -93,19 +83,8 @@ def abstracts(n: int) -> list[str]:
 
 
 def time_queries(model: Embedder, texts: list[str]) -> dict[str, Any]:
-    async def run() -> list[float]:
-        for text in texts[:WARMUP]:
-            await asyncio.to_thread(model.encode_queries, [text])
-        samples = []
-        for text in texts:
-            t0 = time.perf_counter()
-            await asyncio.to_thread(model.encode_queries, [text])
-            samples.append((time.perf_counter() - t0) * 1000.0)
-        return samples
-
     before = load()
-    result = {"ms": summary(asyncio.run(run())), "load_before": before, "load_after": load()}
-    return result
+    return {"ms": summary(time_query_embedding(model, texts)), "load_before": before, "load_after": load()}
 
 
 def time_batches(model: Embedder, texts: list[str]) -> dict[str, Any]:
