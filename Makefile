@@ -46,6 +46,7 @@ web:
 bench: setup
 	$(PY) bench/chat_latency.py --mode extractive
 	$(PY) bench/chat_latency.py --mode generative
+	$(PY) bench/embedder_backends.py
 	$(PY) bench/retrieval_latency.py
 	$(PY) bench/retrieval_acl_latency.py
 	$(PY) bench/retrieval_ingest.py

@@ -244,17 +244,10 @@ def embedding_queries(n: int, seed: int) -> tuple[list[str], str]:
     return texts[:n], "+".join(source)
 
 
-def measure_query_embedding(n: int, seed: int) -> dict[str, Any]:
-    from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
-
-    print("\n== query embedding (all-MiniLM-L6-v2, one query per call)", flush=True)
-    rss_before = rss()
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
-    embedder.warm_up()
-    texts, source = embedding_queries(n, seed)
+def time_query_embedding(embedder: Any, texts: list[str]) -> list[float]:
+    """ms per call, one query per call in a worker thread as SearchService does it, after a warm-up."""
 
     async def timed() -> list[float]:
-        # As SearchService does it: one query per call, in a worker thread.
         for text in texts[:WARMUP]:
             await asyncio.to_thread(embedder.encode_queries, [text])
         samples = []
@@ -264,7 +257,18 @@ def measure_query_embedding(n: int, seed: int) -> dict[str, Any]:
             samples.append((time.perf_counter() - t0) * 1000.0)
         return samples
 
-    samples = asyncio.run(timed())
+    return asyncio.run(timed())
+
+
+def measure_query_embedding(n: int, seed: int) -> dict[str, Any]:
+    from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+
+    print("\n== query embedding (all-MiniLM-L6-v2, one query per call)", flush=True)
+    rss_before = rss()
+    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
+    embedder.warm_up()
+    texts, source = embedding_queries(n, seed)
+    samples = time_query_embedding(embedder, texts)
     tokens = [embedder.count_tokens(text) for text in texts]
     return {
         "model": embedder.model_id,

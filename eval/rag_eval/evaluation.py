@@ -151,7 +151,7 @@ class Evaluator:
 
     @property
     def embedder(self) -> Embedder:
-        """The retriever's embedder as its runtime builds it (``RETRIEVER_*``), shared with the reranker."""
+        """The retriever's embedder as its runtime builds it (``RETRIEVER_*``, ``EMBEDDER_BACKEND``), shared with the reranker."""
         if self._embedder is None:
             from rag_retriever.runtime import build_embedder
             from rag_retriever.settings import RetrieverSettings

@@ -18,6 +18,7 @@ import pytest
 from httpx_sse import aconnect_sse
 
 import rag_generator.runtime as runtime_module
+from rag_common.embedders.onnx_runtime import OnnxEmbedder
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.errors import DependencyFailed
 from rag_common.schemas import MAX_TOP_K, GenerateResponse, Passage
@@ -249,7 +250,8 @@ async def test_the_app_loads_its_own_embedder(
         response = await client.post("/v1/generate", json=body(passages))
         loaded = app.state.runtime.embedder
     assert response.status_code == 200 and response.json()["answer"] == EXTRACTIVE_FOUNDER_ANSWER
-    assert isinstance(loaded, SentenceTransformerEmbedder) and loaded is not embedder
+    # EMBEDDER_BACKEND's default: ONNX Runtime (tests/embedders covers the torch choice).
+    assert isinstance(loaded, OnnxEmbedder) and loaded is not embedder
     assert "all-MiniLM-L6-v2" in loaded.model_id
 
 

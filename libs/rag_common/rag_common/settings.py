@@ -83,7 +83,7 @@ class EmbedderSettings(BaseSettings):
     backend: Literal["onnx", "torch"] = Field(
         default="onnx",
         description="onnx: the model's own weights exported to ONNX (once, cached by a hash of the weights) and run "
-        "by ONNX Runtime; the same vectors as torch (cosine >= 0.99999), a query embedded about 3x faster, batches "
+        "by ONNX Runtime; the same vectors as torch (cosine >= 0.99999), a query embedded 2-4x faster, batches "
         "about as fast, and no torch needed to serve. torch: sentence-transformers on torch; needed for a GPU "
         "(*_DEVICE) and for a model without a tokenizer.json. Default onnx.",
     )

@@ -15,15 +15,13 @@ needs torch. Counting tokens and the truncation warning behave as in
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from rag_common.embedders.models import ModelNotAvailableError, resolve_model_path
-
-logger = logging.getLogger("rag_common.embedders")
+from rag_common.embedders.truncation import warn_truncation
 
 ONNX_REQUIREMENT = "onnxruntime==1.31.1 tokenizers (pip install -c requirements/constraints.txt 'rag-common[onnx]')"
 
@@ -139,15 +137,8 @@ class OnnxEmbedder:
         """Log (warning) how many of ``texts`` the model will cut at ``max_seq_length``; returns that number."""
         if not texts:
             return 0
-        limit = self.max_seq_length or (self.warm_up() or self.max_seq_length)
-        lengths = self.input_tokens([t for t in texts if len(t) > limit - 2])
-        over = [n for n in lengths if n > limit]
-        if over:
-            logger.warning(
-                "%d of %d texts exceed the embedder's max_seq_length (%d tokens; longest %d) and are truncated "
-                "for embedding: the cut part is not in their vectors", len(over), len(texts), limit, max(over),
-            )
-        return len(over)
+        self._plain()  # warmed up: max_seq_length known
+        return warn_truncation(texts, self.max_seq_length, self.input_tokens)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens, however long (nothing is truncated here)."""

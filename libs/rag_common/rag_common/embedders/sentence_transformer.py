@@ -9,15 +9,13 @@ many of its texts exceed ``max_seq_length`` and were cut.
 
 from __future__ import annotations
 
-import logging
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from rag_common.embedders.models import resolve_model_path
-
-logger = logging.getLogger("rag_common.embedders")
+from rag_common.embedders.truncation import warn_truncation
 
 
 class SentenceTransformerEmbedder:
@@ -88,16 +86,7 @@ class SentenceTransformerEmbedder:
         """Log (warning) how many of ``texts`` the model will cut at ``max_seq_length``; returns that number."""
         if not texts:
             return 0
-        limit = self.model.max_seq_length
-        # A token covers at least one character: shorter texts cannot exceed the limit (no tokenizing).
-        lengths = self.input_tokens([t for t in texts if len(t) > limit - 2])
-        over = [n for n in lengths if n > limit]
-        if over:
-            logger.warning(
-                "%d of %d texts exceed the embedder's max_seq_length (%d tokens; longest %d) and are truncated "
-                "for embedding: the cut part is not in their vectors", len(over), len(texts), limit, max(over),
-            )
-        return len(over)
+        return warn_truncation(texts, self.model.max_seq_length, self.input_tokens)
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` without special tokens, however long (whole documents are counted to chunk
