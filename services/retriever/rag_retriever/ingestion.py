@@ -14,7 +14,7 @@ whole or as it was, and the same request sent again completes it (unchanged docu
 With sentence vectors on (``RETRIEVER_SENTENCE_VECTORS``), each chunk also gets the vectors of its
 scorable sentences (:mod:`rag_common.sentence_vectors`: the strings the extractive answerer embeds),
 stored with it. They cost one more embedding pass, cut three ways: chunk texts and sentence strings go
-to the embedder together in length-sorted batches (little padding); a string is embedded once per
+to the embedder together in length-sorted batches cut where lengths double (little padding); a string is embedded once per
 request (a chunk's overlap repeats the previous chunk's last sentences); and a string the document
 already has a stored vector for (its unchanged sentences, on re-ingest) is not embedded again.
 """
