@@ -111,6 +111,17 @@ async def index_only(
             await backend.close()
 
 
+def dataset_documents(name: str, docs: int, script: str) -> tuple[Any, list[Any]] | None:
+    """``(dataset, its first docs documents as ingest input)``, or None (after saying why) when the
+    dataset is not on this machine."""
+    try:
+        dataset = load_dataset(name)
+    except DatasetNotFound as exc:
+        print(f"{script}: skipped, {exc}")
+        return None
+    return dataset, to_documents(dataset.corpus.documents()[:docs], source=dataset.name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="vaswani", choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
@@ -121,12 +132,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "retrieval_ingest.json")
     args = parser.parse_args()
 
-    try:
-        dataset = load_dataset(args.dataset)
-    except DatasetNotFound as exc:
-        print(f"retrieval_ingest: skipped, {exc}")
+    loaded = dataset_documents(args.dataset, args.docs, "retrieval_ingest")
+    if loaded is None:
         return
-    documents = to_documents(dataset.corpus.documents()[: args.docs], source=dataset.name)
+    dataset, documents = loaded
 
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
     embedder.warm_up()

@@ -14,7 +14,7 @@ this process (all threads: the work done, steady whatever the machine's load) an
 embedded per chunk, index size on disk with and without, and a re-ingest of every document with
 changed metadata (sentence vectors on: nothing should be embedded again). Prints a table, writes JSON.
 
-    .venv/bin/python bench/sentence_vectors.py [--dataset hotpotqa] [--docs 1000] [--repeats 3]
+    .venv/bin/python bench/sentence_vectors.py [--dataset hotpotqa] [--docs 200] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from typing import Any
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.schemas import DocumentIn
-from rag_eval.datasets import DatasetNotFound, load_dataset
-from rag_eval.harness import open_index, to_documents
+from rag_eval.harness import open_index
 from rag_common.sentence_vectors import sentence_inputs
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import EMBED_BATCH_SIZE, to_source_document
@@ -41,7 +40,7 @@ from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieval_ingest import TimedEmbedder, embed_only  # noqa: E402 - the same helpers as the ingest bench
+from retrieval_ingest import TimedEmbedder, dataset_documents, embed_only  # noqa: E402 - the same helpers as the ingest bench
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GOAL_OVERHEAD = 0.15
@@ -83,18 +82,16 @@ async def ingest(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="hotpotqa", choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
-    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "sentence_vectors.json")
     args = parser.parse_args()
 
-    try:
-        dataset = load_dataset(args.dataset)
-    except DatasetNotFound as exc:
-        print(f"sentence_vectors: skipped, {exc}")
+    loaded = dataset_documents(args.dataset, args.docs, "sentence_vectors")
+    if loaded is None:
         return
-    documents = to_documents(dataset.corpus.documents()[: args.docs], source=dataset.name)
+    dataset, documents = loaded
     embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
     embedder.warm_up()
     base = RetrieverSettings()

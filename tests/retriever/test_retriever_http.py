@@ -197,6 +197,8 @@ def test_list_and_delete_documents(client, corpus):
         ({"query": "x", "mode": "fuzzy"}, 422, "mode"),
         ({"query": "x", "top_k": 0}, 422, "top_k"),
         ({"query": "x", "filters": {"author": "me"}}, 422, "'doc_id', 'source', 'tenant' or 'content_type'"),
+        ({"query": "x", "include_sentence_vectors": "yes"}, 422, "include_sentence_vectors"),
+        ({"query": "x", "include_sentence_vectors": 1}, 422, "include_sentence_vectors"),
     ],
 )
 def test_bad_search_requests_are_4xx_with_a_message(client, payload, status, message):

@@ -141,3 +141,13 @@ async def test_a_sentence_string_too_long_for_the_model_is_left_to_the_answerer(
     result = await ingestor_for(backend, recording, tokenizer, on=True).ingest([DocumentIn(id="t", text=text, title=title)])
     assert len(recording.documents) == result.chunks  # the chunks only
     assert all(v is not None and v.spans == [] for _, v in (await backend.document_sentence_vectors("t")).values())
+
+
+def test_batches_are_length_sorted_and_cut_where_lengths_jump():
+    from rag_retriever.ingestion import length_batches
+
+    lengths = [900, 40, 45, 850, 60, 41, 880, 70]
+    batches = length_batches(lengths, 3)
+    assert [[lengths[i] for i in batch] for batch in batches] == [[40, 41, 45], [60, 70], [850, 880, 900]]
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert length_batches([], 64) == []

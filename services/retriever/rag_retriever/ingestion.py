@@ -14,7 +14,7 @@ whole or as it was, and the same request sent again completes it (unchanged docu
 With sentence vectors on (``RETRIEVER_SENTENCE_VECTORS``), each chunk also gets the vectors of its
 scorable sentences (:mod:`rag_common.sentence_vectors`: the strings the extractive answerer embeds),
 stored with it. They cost one more embedding pass, cut three ways: chunk texts and sentence strings go
-to the embedder together in length-sorted batches (little padding); a string is embedded once per
+to the embedder together in length-sorted batches cut where lengths double (little padding); a string is embedded once per
 request (a chunk's overlap repeats the previous chunk's last sentences); and a string the document
 already has a stored vector for (its unchanged sentences, on re-ingest) is not embedded again.
 """
@@ -277,12 +277,9 @@ class Ingestor:
         if not texts:
             return np.zeros((0, self._embedder.dim), dtype=np.float32)
         distinct = list(dict.fromkeys(texts))
-        # Batches of similar length pad little: measured 2.8x faster than document order on Vaswani.
-        order = np.argsort([len(text) for text in distinct], kind="stable")
         vectors = np.empty((len(distinct), self._embedder.dim), dtype=np.float32)
-        for start in range(0, len(distinct), self._batch_size):
+        for positions in length_batches([len(text) for text in distinct], self._batch_size):
             # One thread hop per batch keeps the event loop (and readiness probes) responsive.
-            positions = order[start : start + self._batch_size]
             batch = [distinct[i] for i in positions]
             vectors[positions] = await asyncio.to_thread(self._embedder.encode_documents, batch)
         if len(distinct) == len(texts):
@@ -310,6 +307,25 @@ class Ingestor:
                 failed.append(IngestFailure(name=doc_id, reason="index rejected " + "; ".join(reasons)))
             return error.doc_ids
         return set()
+
+
+def length_batches(lengths: list[int], size: int) -> list[list[int]]:
+    """Positions of ``lengths`` in batches of at most ``size``, shortest first, a new batch also
+    starting where a text is more than twice as long as the batch's first (plus 32 characters).
+
+    A batch is padded to its longest text: sorting by length keeps that waste small (measured 2.8x
+    faster than document order on Vaswani), and the length cut keeps a small request's short
+    sentences out of its chunks' batch (one batch of 4 chunks and 24 sentences cost 5x one of the
+    chunks alone)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches: list[list[int]] = []
+    for position in order:
+        current = batches[-1] if batches else None
+        if current is None or len(current) >= size or lengths[position] > 2 * lengths[current[0]] + 32:
+            batches.append([position])
+        else:
+            current.append(position)
+    return batches
 
 
 @dataclass(slots=True)

@@ -47,9 +47,9 @@ class RetrieverSettings(ServiceSettings):
         default=True,
         description="Embed each chunk's sentences at ingestion (the string the extractive answerer embeds: "
         "title and section context, then the sentence) and store the vectors with the chunk, so answering "
-        "embeds only the question. Costs ingestion time (about one more embedding pass over the text: "
-        "ingestion runs at roughly half the chunks/s) and index size (a 384-d float32 vector per sentence, "
-        "~1.5 KB); unchanged sentences are never embedded again. Off: ingestion as before, the generator "
+        "embeds only the question. Costs ingestion time (one more embedding pass over the text: about twice "
+        "the CPU work, half the chunks/s) and index size (a 384-d float32 vector per sentence, ~2 KB stored); "
+        "unchanged sentences are never embedded again. Off: ingestion as before, the generator "
         "embeds the sentences of every answer's passages (tens of ms per answer on CPU). Part of each "
         "document's fingerprint when on: turning it on, a re-ingest adds the vectors. Default true "
         "(docs/retriever.md, 'Sentence vectors').",
