@@ -86,7 +86,7 @@ def test_adaptive_lambda_without_a_reachable_llm_still_answers(client: TestClien
     assert response.status_code == 200, response.text
     body = response.json()
     detail = body["reports"][0]["detail"]
-    assert detail["lambda"] == 0.7 and detail["lambda_policy"] == "fixed" and "evaluator failed" in detail["fallback"]
+    assert detail["lambda"] == RerankerSettings().mmr_lambda and detail["lambda_policy"] == "fixed" and "evaluator failed" in detail["fallback"]
     assert body["degraded"] is False and len(body["passages"]) == 2
 
 
