@@ -60,14 +60,14 @@ async def test_real_retriever_on_a_tiny_dataset(tmp_path: Path, embedder: Senten
     (tmp_path / "qrels.tsv").write_text("q1\tbees\t1\nq2\ttcp\t1\n")
     dataset = load_generic(tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl", tmp_path / "qrels.tsv")
 
-    settings = RetrieverSettings(hybrid_dense_weight=0.3)
+    settings = RetrieverSettings(hybrid_dense_weight=0.3, hybrid_normalization="learned")
     async with open_index(tmp_path / "index", embedder, settings) as retriever:
         assert isinstance(retriever.backend, EmbeddedBackend) and retriever.embedder is embedder
         assert retriever.settings.index_dir == str(tmp_path / "index")
         # One search service per fusion, each with the settings' dense weight (private: no public accessor).
         assert {name: service._fusion for name, service in retriever.search_services.items()} == {
             **{fusion: FusionSettings(method=fusion, dense_weight=0.3) for fusion in FUSIONS},
-            # The served learned fusion (the default), over a min-max first pass.
+            # The served learned fusion (when set), over a min-max first pass.
             "learned": FusionSettings(method="min_max", dense_weight=0.3),
         }
         stats = await retriever.ingest_corpus(dataset.corpus, source="tiny")

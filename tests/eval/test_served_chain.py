@@ -65,6 +65,8 @@ def test_default_run_follows_the_settings(clean_env: pytest.MonkeyPatch) -> None
     clean_env.setenv("RERANKER_MMR_LAMBDA", "0.6")
     clean_env.setenv("RERANKER_MMR_RELEVANCE", "scores")
     clean_env.setenv("RETRIEVER_HYBRID_DENSE_WEIGHT", "0.3")
+    assert parse_run("default").dense_weight == 0.3  # min_max: the served weight, searched explicitly
+    clean_env.setenv("RETRIEVER_HYBRID_NORMALIZATION", "learned")
     assert parse_run("default").dense_weight is None  # learned fusion: the served service, its own weight
     clean_env.setenv("RETRIEVER_HYBRID_NORMALIZATION", "min_max")
     assert parse_run("default").dense_weight == 0.3  # (mode still hybrid here)

@@ -106,9 +106,10 @@ def test_incompatible_files_are_refused_with_the_reason(changes: dict, reason: s
 
 
 def test_the_default_and_a_bad_file_refused_at_start(tmp_path: Path) -> None:
-    # The default: learned on the embedded backend (the shipped model), min_max on OpenSearch unless asked.
-    assert RetrieverSettings().hybrid_normalization == "learned"
-    assert load_fusion_model(RetrieverSettings()).features == FusionModel.load(SHIPPED_MODEL).features
+    # The default is min_max (docs/evaluation.md, "Learned fusion"); learned loads the shipped model.
+    assert RetrieverSettings().hybrid_normalization == "min_max" and load_fusion_model(RetrieverSettings()) is None
+    learned = RetrieverSettings(hybrid_normalization="learned")
+    assert load_fusion_model(learned).features == FusionModel.load(SHIPPED_MODEL).features
     assert RetrieverSettings(backend="opensearch").hybrid_normalization == "min_max"
     assert load_fusion_model(RetrieverSettings(hybrid_normalization="rrf")) is None
     with pytest.raises(FusionModelError, match="does not exist"):

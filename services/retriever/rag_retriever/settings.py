@@ -65,7 +65,7 @@ class RetrieverSettings(ServiceSettings):
         default=10, ge=1, le=MAX_SEARCH_TOP_K, description="Passages returned when a search request gives no top_k. Default 10."
     )
     hybrid_normalization: Literal["min_max", "z_score", "rrf", "learned"] = Field(
-        default="learned",
+        default="min_max",
         description=(
             "How hybrid search fuses dense and BM25 hits: min_max, z_score (opensearch backend on OpenSearch >= 3.0 "
             "only), rrf, or learned (embedded backend only): a logistic regression (fusion_model) scores each "
@@ -73,11 +73,12 @@ class RetrieverSettings(ServiceSettings):
             "dense, BM25, rank, hybrid, hop, PageRank, entity-overlap and section features, so the graph signals "
             "count where they help; costs the second hop's BM25 searches (and a PageRank when the model reads it) "
             "per hybrid search (about 2 ms), and the graph_ppr / graph_second_hop switches no longer apply to hybrid. "
-            "Default learned on the embedded backend (held out, k-fold by question over the four evaluation "
-            "datasets: HotpotQA coverage@5 0.63 -> 0.84, nDCG@10 0.835 -> 0.879, no significant change on ClapNQ, "
-            "MTRAG-UN, Vaswani; docs/evaluation.md, 'Learned fusion'), min_max on opensearch unless set; on a corpus "
-            "unlike those four, retrain it (ragctl train-fusion) or measure it against min_max first: trained "
-            "without MTRAG-UN it lost nDCG@10 -0.010 there (within noise)."
+            "Default min_max. learned measured better held out only on multi-hop HotpotQA (k-fold by question: "
+            "coverage@5 0.63 -> 0.84, nDCG@10 0.835 -> 0.879), within noise on ClapNQ, MTRAG-UN and Vaswani with "
+            "negative point estimates when the dataset was held out, and on the demo corpus it ranked the chunk "
+            "that answers the README's question 9th (docs/evaluation.md, 'Learned fusion'); turn it on for "
+            "multi-hop, entity-centric corpora, after measuring it (ragctl eval --run hybrid --run hybrid:learned) "
+            "or retraining it on your data (ragctl train-fusion)."
         ),
     )
     fusion_model: str | None = Field(
@@ -240,11 +241,7 @@ class RetrieverSettings(ServiceSettings):
     @model_validator(mode="after")
     def learned_needs_embedded(self) -> RetrieverSettings:
         if self.hybrid_normalization == "learned" and self.backend != "embedded":
-            if "hybrid_normalization" not in self.model_fields_set:
-                # The default, not a choice: OpenSearch fuses server-side, with min_max.
-                self.hybrid_normalization = "min_max"
-            else:
-                raise ValueError("hybrid_normalization learned needs backend embedded (its structure-and-entity graph)")
+            raise ValueError("hybrid_normalization learned needs backend embedded (its structure-and-entity graph)")
         return self
 
     @property
