@@ -181,3 +181,41 @@ def test_a_commit_after_a_writer_died_mid_commit_keeps_its_deletes(tmp_path: Pat
         assert index.consistency().consistent, index.consistency()
     finally:
         index.close()
+
+
+def test_reconcile_replaces_a_graph_vector_that_is_not_its_stored_chunks(tmp_path: Path) -> None:
+    """The dense check above failed once in about 10 runs (after a random kill): a chunk's own vector
+    found another chunk first, with labels and counts in step. Whatever left a label's graph slot with
+    another vector, the repair on open compares every live graph vector with the stored one and
+    rewrites the ones that differ in place. The bad state is made exact here: two labels' graph
+    vectors swapped on disk."""
+    import hnswlib
+    import numpy as np
+
+    from rag_retriever.backends import embedded
+    from rag_retriever.records import ChunkRecord
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((6, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    chunks = [ChunkRecord(chunk_id=f"a-{n}", doc_id="a", text=f"a part {n}", chunk_index=n, title="a", source="a.txt")
+              for n in range(6)]
+    index_dir = tmp_path / "index"
+    index = EmbeddedIndex(index_dir, DIM)
+    index.replace_documents(["a"], chunks, vectors, tenant=TENANT)
+    index.close()
+
+    graph = hnswlib.Index(space="cosine", dim=DIM)
+    graph.load_index(str(index_dir / embedded.HNSW_FILE), max_elements=0, allow_replace_deleted=True)
+    first, second = 0, 3  # labels of a-0 and a-3 (the first write's labels are 0..5)
+    graph.add_items(np.stack([vectors[second], vectors[first]]), [first, second], replace_deleted=False)
+    graph.save_index(str(index_dir / embedded.HNSW_FILE))
+    del graph
+
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        assert index.consistency().consistent, index.consistency()
+        for chunk_id, vector in index.document_vectors("a", tenant=TENANT).items():
+            assert index.search_dense(vector, 1)[0].chunk.chunk_id == chunk_id
+    finally:
+        index.close()
