@@ -715,6 +715,17 @@ class EmbeddedIndex:
             self._add_to_graph(missing, vectors)
             changed = True
         self._live = len(stored)
+        unreachable = self._unreachable(sorted(stored))
+        if unreachable:
+            # hnswlib reuses a deleted slot by updating it in place (replace_deleted), which re-selects
+            # its old neighbours' links; a live element can end with no link pointing to it, and a
+            # search, even for its own vector, never reaches it. Updating it in place (a live label:
+            # its own slot) links it again: it selects neighbours and they link back.
+            logger.warning("re-linking %d graph vectors no search reaches in %s: %s",
+                           len(unreachable), self.index_dir, unreachable)
+            vectors = np.asarray(self._hnsw.get_items(unreachable, return_type="numpy"), dtype=np.float32)
+            self._hnsw.add_items(vectors, unreachable, num_threads=1, replace_deleted=False)
+            changed = True
         self._next_label = max([self._next_label, *(label + 1 for label in stored), *(label + 1 for label in in_graph)])
         if changed:
             self._save_graph()
@@ -735,6 +746,21 @@ class EmbeddedIndex:
             agree = np.einsum("ij,ij->i", unit, in_graph) >= 1.0 - 1e-4
             wrong.update((label, vectors[row]) for row, label in enumerate(batch) if not agree[row])
         return wrong
+
+    def _unreachable(self, labels: list[int]) -> list[int]:
+        """Those of ``labels`` (all live in the graph) that a search for their own vector does not find
+        (nor an element with the same vector)."""
+        unreachable: list[int] = []
+        self._hnsw.set_ef(self._ef_search)
+        for start in range(0, len(labels), _VERIFY_BATCH):
+            batch = labels[start : start + _VERIFY_BATCH]
+            vectors = np.asarray(self._hnsw.get_items(batch, return_type="numpy"), dtype=np.float32)
+            found, distances = self._hnsw.knn_query(vectors, k=1, num_threads=1)
+            unreachable.extend(
+                label for label, hit, distance in zip(batch, found[:, 0], distances[:, 0], strict=True)
+                if int(hit) != label and float(distance) > 1e-5
+            )
+        return unreachable
 
     def _marked_deleted(self, labels: list[int]) -> list[int]:
         """Those of ``labels`` (all in the graph) that the graph marks deleted."""
