@@ -103,6 +103,8 @@ _WRITER_HEAP_BYTES = 50_000_000
 _MAX_LISTED_DOCUMENTS = 65_000
 #: Content hashes per aggregation in ``documents_with_content``.
 _LOOKUP_BATCH = 1000
+#: Labels per batch when reconcile compares the graph's vectors with the stored ones.
+_VERIFY_BATCH = 4096
 
 
 def _build_schema(format_version: int) -> tantivy.Schema:
@@ -265,6 +267,9 @@ class EmbeddedIndex:
                 self._writer.commit()
             except Exception:
                 self._writer.rollback()
+                # A commit that raised may still be on disk (tantivy swaps its meta.json before some of
+                # its clean-up): its labels are never handed out again, or two chunks could share one.
+                self._next_label += len(rows)
                 raise
             self._next_label += len(rows)
             self._index.reload()
@@ -680,8 +685,25 @@ class EmbeddedIndex:
                 pass  # already deleted
         # A stored chunk whose vector the graph holds but marks deleted (the graph saw a delete that
         # tantivy does not have) is live again: unmark it; its label names the same vector forever.
-        for label in self._marked_deleted(sorted(stored.keys() & in_graph)):
+        revived = self._marked_deleted(sorted(stored.keys() & in_graph))
+        if revived:
+            logger.warning("reviving %d stored chunks the graph marks deleted in %s: %s", len(revived), self.index_dir, revived)
+        for label in revived:
             self._hnsw.unmark_deleted(label)
+            changed = True
+        wrong = self._wrong_graph_vectors(searcher, stored, sorted(stored.keys() & in_graph))
+        if wrong:
+            # Each of these labels is live in the graph with a vector that is not its stored chunk's: a
+            # dense search for that chunk would find another one (or miss it). Updated in place
+            # (replace_deleted=False on a live label rewrites its own slot; it never takes a second
+            # slot, which would leave the label twice in the graph).
+            logger.warning(
+                "replacing %d graph vectors that differ from their stored chunks' in %s: %s",
+                len(wrong), self.index_dir, sorted(wrong),
+            )
+            labels_wrong = sorted(wrong)
+            self._hnsw.add_items(np.stack([wrong[label] for label in labels_wrong]), labels_wrong,
+                                 num_threads=1, replace_deleted=False)
             changed = True
         missing = sorted(stored.keys() - in_graph)
         if missing:
@@ -693,9 +715,52 @@ class EmbeddedIndex:
             self._add_to_graph(missing, vectors)
             changed = True
         self._live = len(stored)
+        unreachable = self._unreachable(sorted(stored))
+        if unreachable:
+            # hnswlib reuses a deleted slot by updating it in place (replace_deleted), which re-selects
+            # its old neighbours' links; a live element can end with no link pointing to it, and a
+            # search, even for its own vector, never reaches it. Updating it in place (a live label:
+            # its own slot) links it again: it selects neighbours and they link back.
+            logger.warning("re-linking %d graph vectors no search reaches in %s: %s",
+                           len(unreachable), self.index_dir, unreachable)
+            vectors = np.asarray(self._hnsw.get_items(unreachable, return_type="numpy"), dtype=np.float32)
+            self._hnsw.add_items(vectors, unreachable, num_threads=1, replace_deleted=False)
+            changed = True
         self._next_label = max([self._next_label, *(label + 1 for label in stored), *(label + 1 for label in in_graph)])
         if changed:
             self._save_graph()
+
+    def _wrong_graph_vectors(
+        self, searcher: tantivy.Searcher, stored: dict[int, tantivy.DocAddress], labels: list[int]
+    ) -> dict[int, np.ndarray]:
+        """Those of ``labels`` (live in the graph and stored) whose graph vector is not their stored
+        vector (the graph keeps a normalised copy): label -> the stored vector."""
+        wrong: dict[int, np.ndarray] = {}
+        for start in range(0, len(labels), _VERIFY_BATCH):
+            batch = labels[start : start + _VERIFY_BATCH]
+            in_graph = np.asarray(self._hnsw.get_items(batch, return_type="numpy"), dtype=np.float32)
+            vectors = np.stack(
+                [np.frombuffer(searcher.doc(stored[label]).get_first("vector"), dtype="<f4") for label in batch]
+            ).astype(np.float32)
+            unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+            agree = np.einsum("ij,ij->i", unit, in_graph) >= 1.0 - 1e-4
+            wrong.update((label, vectors[row]) for row, label in enumerate(batch) if not agree[row])
+        return wrong
+
+    def _unreachable(self, labels: list[int]) -> list[int]:
+        """Those of ``labels`` (all live in the graph) that a search for their own vector does not find
+        (nor an element with the same vector)."""
+        unreachable: list[int] = []
+        self._hnsw.set_ef(self._ef_search)
+        for start in range(0, len(labels), _VERIFY_BATCH):
+            batch = labels[start : start + _VERIFY_BATCH]
+            vectors = np.asarray(self._hnsw.get_items(batch, return_type="numpy"), dtype=np.float32)
+            found, distances = self._hnsw.knn_query(vectors, k=1, num_threads=1)
+            unreachable.extend(
+                label for label, hit, distance in zip(batch, found[:, 0], distances[:, 0], strict=True)
+                if int(hit) != label and float(distance) > 1e-5
+            )
+        return unreachable
 
     def _marked_deleted(self, labels: list[int]) -> list[int]:
         """Those of ``labels`` (all in the graph) that the graph marks deleted."""
