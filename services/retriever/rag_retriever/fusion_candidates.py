@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from rag_retriever.entities import query_entities
 from rag_retriever.fusion import min_max_fusion
 from rag_retriever.fusion_features import CandidateSignals
-from rag_retriever.graph_retrieval import GraphOptions, asked_entities, pagerank_shares, second_hop
+from rag_retriever.graph_retrieval import GraphOptions, asked_entities, pagerank_shares, scaled_first_pass, second_hop
 from rag_retriever.records import ScoredChunk
 
 if TYPE_CHECKING:
@@ -61,8 +61,7 @@ def fusion_candidates(
     bm25_by_id = {hit.chunk.chunk_id: (rank, hit.score) for rank, hit in enumerate(bm25, start=1)}
 
     # The graph signals see the first pass as graph_search does: scores scaled by the best hit's.
-    top = max(hit.score for hit in first)
-    scaled = [ScoredChunk(hit.chunk, hit.score / top if top > 0 else 0.0, hit.vector) for hit in first]
+    scaled = list(scaled_first_pass(first).values())
     asked = asked_entities(query, index.graph, options)
     hop = second_hop(index, scaled, asked, filters, access, with_vectors=with_vectors, options=options)
     candidates = list(first)

@@ -100,10 +100,8 @@ def graph_search(
         found = second_hop(index, list(scored.values()), asked, filters, access, with_vectors=with_vectors,
                            options=options)
         info["hops"] = found.searches
-        for chunk_id, hit in found.hits.items():
-            known = scored.get(chunk_id)
-            if known is None or known.score < hit.score:
-                scored[chunk_id] = ScoredChunk(hit.chunk, hit.score, hit.vector if known is None else known.vector)
+        for hit in found.hits.values():
+            keep_best(scored, hit)
 
     if ppr:
         ranked = sorted(scored.values(), key=lambda hit: (-hit.score, hit.chunk.chunk_id))
@@ -182,9 +180,15 @@ def merge_follow_up(
     best = max((hit.score for hit in found), default=0.0)
     for hit in found:
         score = options.hop_weight * parent_score * (hit.score / best if best > 0 else 0.0)
-        known = scored.get(hit.chunk.chunk_id)
-        if known is None or known.score < score:
-            scored[hit.chunk.chunk_id] = ScoredChunk(hit.chunk, score, hit.vector if known is None else known.vector)
+        keep_best(scored, ScoredChunk(hit.chunk, score, hit.vector))
+
+
+def keep_best(scored: dict[str, ScoredChunk], hit: ScoredChunk) -> None:
+    """``hit`` into ``scored`` unless its chunk is there with a higher score; a chunk keeps the vector
+    it came with first."""
+    known = scored.get(hit.chunk.chunk_id)
+    if known is None or known.score < hit.score:
+        scored[hit.chunk.chunk_id] = hit if known is None else ScoredChunk(hit.chunk, hit.score, known.vector)
 
 
 @dataclass(frozen=True, slots=True)
