@@ -183,8 +183,36 @@ def test_a_commit_after_a_writer_died_mid_commit_keeps_its_deletes(tmp_path: Pat
         index.close()
 
 
+def _one_document_index(index_dir: Path, count: int, seed: int) -> np.ndarray:
+    """An index holding document ``a`` of ``count`` chunks (labels 0..count-1) with random unit
+    vectors, closed; returns the vectors."""
+    import numpy as np
+
+    from rag_retriever.records import ChunkRecord
+
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    chunks = [ChunkRecord(chunk_id=f"a-{n}", doc_id="a", text=f"a part {n}", chunk_index=n, title="a", source="a.txt")
+              for n in range(count)]
+    index = EmbeddedIndex(index_dir, DIM)
+    index.replace_documents(["a"], chunks, vectors, tenant=TENANT)
+    index.close()
+    return vectors
+
+
+def _assert_reopened_and_each_chunk_finds_itself(index_dir: Path) -> None:
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        assert index.consistency().consistent, index.consistency()
+        for chunk_id, vector in index.document_vectors("a", tenant=TENANT).items():
+            assert index.search_dense(vector, 1)[0].chunk.chunk_id == chunk_id
+    finally:
+        index.close()
+
+
 def test_reconcile_replaces_a_graph_vector_that_is_not_its_stored_chunks(tmp_path: Path) -> None:
-    """The dense check above failed once in about 10 runs (after a random kill): a chunk's own vector
+    """The dense check above failed once in a full-suite run (after a random kill): a chunk's own vector
     found another chunk first, with labels and counts in step. Whatever left a label's graph slot with
     another vector, the repair on open compares every live graph vector with the stored one and
     rewrites the ones that differ in place. The bad state is made exact here: two labels' graph
@@ -193,18 +221,9 @@ def test_reconcile_replaces_a_graph_vector_that_is_not_its_stored_chunks(tmp_pat
     import numpy as np
 
     from rag_retriever.backends import embedded
-    from rag_retriever.records import ChunkRecord
 
-    rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((6, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    chunks = [ChunkRecord(chunk_id=f"a-{n}", doc_id="a", text=f"a part {n}", chunk_index=n, title="a", source="a.txt")
-              for n in range(6)]
     index_dir = tmp_path / "index"
-    index = EmbeddedIndex(index_dir, DIM)
-    index.replace_documents(["a"], chunks, vectors, tenant=TENANT)
-    index.close()
-
+    vectors = _one_document_index(index_dir, 6, seed=7)
     graph = hnswlib.Index(space="cosine", dim=DIM)
     graph.load_index(str(index_dir / embedded.HNSW_FILE), max_elements=0, allow_replace_deleted=True)
     first, second = 0, 3  # labels of a-0 and a-3 (the first write's labels are 0..5)
@@ -212,13 +231,7 @@ def test_reconcile_replaces_a_graph_vector_that_is_not_its_stored_chunks(tmp_pat
     graph.save_index(str(index_dir / embedded.HNSW_FILE))
     del graph
 
-    index = EmbeddedIndex(index_dir, DIM)
-    try:
-        assert index.consistency().consistent, index.consistency()
-        for chunk_id, vector in index.document_vectors("a", tenant=TENANT).items():
-            assert index.search_dense(vector, 1)[0].chunk.chunk_id == chunk_id
-    finally:
-        index.close()
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)
 
 
 def _orphan_in_saved_graph(path: Path, label: int) -> None:
@@ -246,32 +259,16 @@ def _orphan_in_saved_graph(path: Path, label: int) -> None:
 
 
 def test_reconcile_relinks_a_live_vector_no_search_reaches(tmp_path: Path) -> None:
-    """Regression: the random-kill test failed about 1 run in 10 at its dense check (a chunk's own
+    """Regression: the random-kill test failed once in a full-suite run at its dense check (a chunk's own
     vector found another chunk) with every label, count and graph vector right: hnswlib's reuse of
     deleted slots (``replace_deleted``) re-selects links around the reused slot and had left a live
     element with no incoming link at layer 0 (found in a recovered index: label 1502, out-degree 8,
     in-degree 0). The repair on open finds such elements by searching each one's own vector and
     re-links them. Exact here: the links are removed from the saved graph."""
-    import numpy as np
-
     from rag_retriever.backends import embedded
-    from rag_retriever.records import ChunkRecord
 
-    rng = np.random.default_rng(11)
-    vectors = rng.standard_normal((40, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    chunks = [ChunkRecord(chunk_id=f"a-{n}", doc_id="a", text=f"a part {n}", chunk_index=n, title="a", source="a.txt")
-              for n in range(40)]
     index_dir = tmp_path / "index"
-    index = EmbeddedIndex(index_dir, DIM)
-    index.replace_documents(["a"], chunks, vectors, tenant=TENANT)
-    index.close()
+    _one_document_index(index_dir, 40, seed=11)
     _orphan_in_saved_graph(index_dir / embedded.HNSW_FILE, 17)  # the first write's labels are 0..39
 
-    index = EmbeddedIndex(index_dir, DIM)
-    try:
-        assert index.consistency().consistent, index.consistency()
-        for chunk_id, vector in index.document_vectors("a", tenant=TENANT).items():
-            assert index.search_dense(vector, 1)[0].chunk.chunk_id == chunk_id
-    finally:
-        index.close()
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)
