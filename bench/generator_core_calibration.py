@@ -48,7 +48,7 @@ os.environ.setdefault("RAG_DATASETS_DIR", str(REPO_ROOT.parent / "shared" / "dat
 import numpy as np  # noqa: E402
 from rapidfuzz import fuzz  # noqa: E402
 
-from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder  # noqa: E402
+from rag_common.embedders.factory import build_embedder  # noqa: E402
 from rag_common.schemas import Passage, SearchRequest  # noqa: E402
 from rag_common.sentences import sentence_spans  # noqa: E402
 from rag_eval.answers import fold_text  # noqa: E402
@@ -58,6 +58,7 @@ from rag_eval.harness import EVAL_ACCESS  # noqa: E402
 from rag_eval.pipeline import open_retriever  # noqa: E402
 from rag_generator.answerability import (  # noqa: E402
     FEATURE_NAMES,
+    DEFAULT_GATE_PATH,
     AnswerabilityFeatures,
     AnswerabilityGate,
     features_from_answer,
@@ -147,14 +148,17 @@ def _r(value: float | None) -> float | None:
 
 
 async def retrieve(
-    queries: Sequence[Query], dataset: Any, embedder: Any, index_cache: Path
+    queries: Sequence[Query], dataset: Any, embedder: Any, index_cache: Path, sentence_vectors: str = "off"
 ) -> tuple[dict[str, list[Passage]], dict[str, Any]]:
-    settings = RetrieverSettings()
+    settings = RetrieverSettings(sentence_vectors=sentence_vectors)
     async with open_retriever(dataset, index_cache, embedder, settings=settings, progress=False) as (retriever, index):
         search = retriever.search_services["min_max"]
         found = {}
         for query in queries:
-            response = await search.search(SearchRequest(query=query.text, top_k=TOP_K, mode="hybrid"), EVAL_ACCESS)
+            request = SearchRequest(
+                query=query.text, top_k=TOP_K, mode="hybrid", include_sentence_vectors=sentence_vectors != "off"
+            )
+            response = await search.search(request, EVAL_ACCESS)
             found[query.id] = response.passages
     return found, index
 
@@ -188,6 +192,14 @@ def extractive_quality(
     }
     if weights is None:
         out["answer_hit"] = _r(answer_hits / len(answerable)) if answerable else None
+        # Per question, for paired comparisons between runs (e.g. --sentence-vectors pooled vs off).
+        out["per_question"] = {
+            q.id: [
+                int(bool(answers[q.id].candidates) and overlaps(answers[q.id].candidates[0].unit.text, q.metadata.get("selected_sentences", []))),
+                int(any(overlaps(u.text, q.metadata.get("selected_sentences", [])) for u in answers[q.id].sentences)),
+            ]
+            for q in answerable
+        }
     return out
 
 
@@ -257,6 +269,14 @@ def gate_run(
         },
         "baselines_B": {},
     }
+    # The gate the generator ships, on the same held-out half: does it still fit these features?
+    shipped = AnswerabilityGate.from_json(DEFAULT_GATE_PATH)
+    p_shipped = np.asarray([shipped.probability(AnswerabilityFeatures(*row)) for row in x[~in_a]])
+    report["shipped_gate_B"] = {
+        **prf(p_shipped < shipped.threshold, unanswerable_b),
+        "auroc": auroc(p_shipped, ~unanswerable_b),
+        "threshold": round(shipped.threshold, 4),
+    }
     for name in ("top_retrieval_score", "best_sentence_cosine", "best_sentence_score", "best_passage_cosine"):
         column = FEATURE_NAMES.index(name)
         t = best_threshold(x[in_a, column], y[in_a] == 0)
@@ -316,10 +336,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     dataset = load_dataset("clapnq")
     queries = list(dataset.queries)
     half = halves(queries, args.seed)
-    embedder = SentenceTransformerEmbedder(RetrieverSettings().embedding_model, device="cpu")
+    embedder = build_embedder(RetrieverSettings().embedding_model, device="cpu")
     embedder.warm_up()
     started = time.perf_counter()
-    passages, index = await retrieve(queries, dataset, embedder, args.index_cache)
+    passages, index = await retrieve(queries, dataset, embedder, args.index_cache, args.sentence_vectors)
     took = time.perf_counter() - started
     print(f"retrieved {len(queries)} questions ({index['chunks']} chunks) in {took:.0f} s", flush=True)
     answerer = ExtractiveAnswerer(embedder)
@@ -335,6 +355,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "questions": len(queries),
         "seed": args.seed,
         "embedder": embedder.model_id,
+        "sentence_vectors": args.sentence_vectors,
         "extractive": {
             "latency_ms": {f"p{q}": round(float(np.percentile(latencies, q)) * 1000, 1) for q in (50, 95)},
             "default_weights_all": extractive_quality(queries, answers, None),
@@ -376,6 +397,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--index-cache", type=Path, default=REPO_ROOT / "bench-results" / ".index")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "generator_core_calibration.json")
+    parser.add_argument(
+        "--sentence-vectors", choices=["off", "pooled", "embedded"], default="off",
+        help="The answerer scores with the retriever's stored sentence vectors of this kind (RETRIEVER_SENTENCE_VECTORS); "
+        "off and embedded score the same vectors (off embeds them at answer time)",
+    )
     parser.add_argument("--write-gate", type=Path, default=None, help="Write the gate fitted on half A to this JSON file")
     args = parser.parse_args()
     started = time.perf_counter()

@@ -76,6 +76,15 @@ class TimedEmbedder:
             self.seconds += time.perf_counter() - started
             self.strings += len(texts)
 
+    def encode_documents_pooled(self, texts: list[str], pools: list[Any]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Pooled sentence vectors (``RETRIEVER_SENTENCE_VECTORS=pooled``): one pass per text, timed alike."""
+        started = time.perf_counter()
+        try:
+            return self._embedder.encode_documents_pooled(texts, pools)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.strings += len(texts)
+
 
 async def pipeline(
     embedder: SentenceTransformerEmbedder, documents: list[Any], workdir: Path, request_size: int

@@ -7,14 +7,17 @@ one "sentence" that equals its chunk and costs nothing) and, ``--repeats`` times
 - embed only: the chunks' embedded strings alone, length-sorted batches of the Ingestor's size, in
   a worker thread per batch (what ingestion cannot go below);
 - ingest off: the retriever's ``Ingestor`` into a fresh embedded index, sentence vectors off;
-- ingest on: the same with them on.
+- ingest pooled / embedded: the same with each mode of ``RETRIEVER_SENTENCE_VECTORS`` (pooled: from
+  the chunk's own pass; embedded: each sentence string embedded on its own).
 
-Medians are compared (``overhead = (on - off) / off``; the issue's goal: <= 15 %), in CPU seconds of
-this process (all threads: the work done, steady whatever the machine's load) and in wall seconds. Also: strings
-embedded per chunk, index size on disk with and without, and a re-ingest of every document with
-changed metadata (sentence vectors on: nothing should be embedded again). Prints a table, writes JSON.
+for each embedder backend of ``--backends`` (``EMBEDDER_BACKEND``: onnx, torch). Medians are compared
+(``overhead = (mode - off) / off``; the issue's goal: <= 15 %), in CPU seconds of this process (all
+threads: the work done, steady whatever the machine's load) and in wall seconds. Also: strings
+embedded per chunk, index size on disk, and a re-ingest of every document with changed metadata
+(nothing should be embedded again). Prints a table, writes JSON.
 
     .venv/bin/python bench/sentence_vectors.py [--dataset hotpotqa] [--docs 200] [--repeats 3]
+        [--backends onnx,torch] [--modes pooled,embedded]
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_common.embedders import Embedder
+from rag_common.embedders.factory import build_embedder
 from rag_common.schemas import DocumentIn
 from rag_eval.harness import open_index
 from rag_common.sentence_vectors import sentence_inputs
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import EMBED_BATCH_SIZE, to_source_document
 from rag_retriever.settings import RetrieverSettings
+from rag_common.settings import EmbedderSettings
 from rag_retriever.tokens import EmbedderTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -57,7 +62,7 @@ def directory_bytes(path: Path) -> int:
 
 
 async def ingest(
-    embedder: SentenceTransformerEmbedder, documents: list[DocumentIn], settings: RetrieverSettings, workdir: Path | None,
+    embedder: Embedder, documents: list[DocumentIn], settings: RetrieverSettings, workdir: Path | None,
     *, reingest: bool = False,
 ) -> dict[str, Any]:
     counting = TimedEmbedder(embedder)
@@ -79,11 +84,60 @@ async def ingest(
     return result
 
 
+def measure(
+    embedder: Embedder, documents: list[DocumentIn], modes: list[str], repeats: int, workdir: Path | None
+) -> dict[str, Any]:
+    """One backend: embed only, ingest off and each of ``modes``, alternating ``repeats`` times."""
+    base = RetrieverSettings()
+    settings = {mode: base.model_copy(update={"sentence_vectors": mode}) for mode in ["off", *modes]}
+    chunker = Chunker(EmbedderTokenizer(embedder), base.chunk_tokens, base.chunk_overlap_tokens, base.embed_template)
+    chunks = [c for d in documents for c in chunker.chunk_document(to_source_document(d))]
+    texts = [chunk.embed_text or chunk.text for chunk in chunks]
+    asyncio.run(embed_only(embedder, texts[:256]))  # warm-up
+    ordered = sorted(texts, key=len)  # as the Ingestor batches them
+    runs: dict[str, list[dict[str, Any]]] = {"embed_only": [], **{mode: [] for mode in settings}}
+    for repeat in range(repeats):
+        cpu = cpu_seconds()
+        seconds = asyncio.run(embed_only(embedder, ordered))
+        runs["embed_only"].append({"seconds": seconds, "cpu_seconds": cpu_seconds() - cpu})
+        for mode, mode_settings in settings.items():
+            runs[mode].append(asyncio.run(ingest(embedder, documents, mode_settings, workdir, reingest=repeat == 0)))
+        print(
+            f"  run {repeat + 1}: " + ", ".join(
+                f"{name} {values[-1]['seconds']:.1f} s / {values[-1]['cpu_seconds']:.1f} CPU s" for name, values in runs.items()
+            ) + f"; load {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
+    median = {name: statistics.median(run["seconds"] for run in values) for name, values in runs.items()}
+    cpu = {name: statistics.median(run["cpu_seconds"] for run in values) for name, values in runs.items()}
+    sentence_tokens = 0
+    for chunk in chunks:
+        _, _, strings = sentence_inputs(chunk.text, chunk.title, chunk.section_path)
+        sentence_tokens += sum(embedder.count_tokens(string) for string in dict.fromkeys(strings))
+    return {
+        "chunks": len(chunks),
+        "median_wall_s": {name: round(value, 2) for name, value in median.items()},
+        "median_cpu_s": {name: round(value, 2) for name, value in cpu.items()},
+        "chunks_per_wall_s": {name: round(len(chunks) / seconds, 1) for name, seconds in median.items()},
+        "chunks_per_cpu_s": {name: round(len(chunks) / seconds, 1) for name, seconds in cpu.items()},
+        "overhead_vs_off_cpu": {mode: round((cpu[mode] - cpu["off"]) / cpu["off"], 4) for mode in modes},
+        "overhead_vs_off_wall": {mode: round((median[mode] - median["off"]) / median["off"], 4) for mode in modes},
+        "tokens": {"chunks": sum(embedder.count_tokens(text) for text in texts), "sentences": sentence_tokens},
+        "strings_embedded": {name: runs[name][0]["strings"] for name in settings},
+        "index_bytes": {name: runs[name][0]["index_bytes"] for name in settings},
+        "reingest_changed_metadata": {name: runs[name][0]["reingest"] for name in settings},
+        "runs_wall_s": {name: [round(run["seconds"], 2) for run in values] for name, values in runs.items()},
+        "runs_cpu_s": {name: [round(run["cpu_seconds"], 2) for run in values] for name, values in runs.items()},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dataset", default="hotpotqa", choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
     parser.add_argument("--docs", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--backends", default="onnx,torch", help="EMBEDDER_BACKEND values, comma-separated")
+    parser.add_argument("--modes", default="pooled,embedded", help="RETRIEVER_SENTENCE_VECTORS modes besides off")
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "sentence_vectors.json")
     args = parser.parse_args()
@@ -92,84 +146,37 @@ def main() -> None:
     if loaded is None:
         return
     dataset, documents = loaded
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
-    embedder.warm_up()
-    base = RetrieverSettings()
-    off, on = base.model_copy(update={"sentence_vectors": False}), base.model_copy(update={"sentence_vectors": True})
-    chunker = Chunker(EmbedderTokenizer(embedder), base.chunk_tokens, base.chunk_overlap_tokens, base.embed_template)
-    chunks = [c for d in documents for c in chunker.chunk_document(to_source_document(d))]
-    texts = [chunk.embed_text or chunk.text for chunk in chunks]
-    print(f"{len(documents)} {dataset.name} documents → {len(chunks)} chunks; load {os.getloadavg()}", flush=True)
-    asyncio.run(embed_only(embedder, texts[:256]))  # warm-up
-    tokens = {"chunks": sum(embedder.count_tokens(text) for text in texts)}
-
-    ordered = sorted(texts, key=len)  # as the Ingestor batches them
-    runs: dict[str, list[dict[str, Any]]] = {"embed_only": [], "off": [], "on": []}
-    for repeat in range(args.repeats):
-        cpu = cpu_seconds()
-        seconds = asyncio.run(embed_only(embedder, ordered))
-        runs["embed_only"].append({"seconds": seconds, "cpu_seconds": cpu_seconds() - cpu})
-        runs["off"].append(asyncio.run(ingest(embedder, documents, off, args.workdir)))
-        runs["on"].append(asyncio.run(ingest(embedder, documents, on, args.workdir, reingest=repeat == 0)))
-        print(
-            f"  run {repeat + 1}: embed only {runs['embed_only'][-1]['seconds']:.1f} s, ingest off "
-            f"{runs['off'][-1]['seconds']:.1f} s, on {runs['on'][-1]['seconds']:.1f} s "
-            f"({runs['on'][-1]['strings']} strings embedded); CPU s: embed only {runs['embed_only'][-1]['cpu_seconds']:.1f}, "
-            f"off {runs['off'][-1]['cpu_seconds']:.1f}, on {runs['on'][-1]['cpu_seconds']:.1f}; load {os.getloadavg()[0]:.2f}",
-            flush=True,
-        )
-
-    median = {name: statistics.median(run["seconds"] for run in values) for name, values in runs.items()}
-    cpu = {name: statistics.median(run["cpu_seconds"] for run in values) for name, values in runs.items()}
-    rate = {name: round(len(chunks) / seconds, 1) for name, seconds in median.items()}
-    cpu_rate = {name: round(len(chunks) / seconds, 1) for name, seconds in cpu.items()}
-    overhead = (cpu["on"] - cpu["off"]) / cpu["off"]
-    wall_overhead = (median["on"] - median["off"]) / median["off"]
-    sentence_tokens = 0
-    for chunk in chunks:
-        _, _, strings = sentence_inputs(chunk.text, chunk.title, chunk.section_path)
-        sentence_tokens += sum(embedder.count_tokens(string) for string in dict.fromkeys(strings))
-    tokens["sentences"] = sentence_tokens
-    first_on, first_off = runs["on"][0], runs["off"][0]
-    result = {
-        "dataset": dataset.name,
-        "documents": len(documents),
-        "chunks": len(chunks),
-        "repeats": args.repeats,
-        "embed_batch_size": EMBED_BATCH_SIZE,
-        "median_wall_s": {name: round(value, 2) for name, value in median.items()},
-        "median_cpu_s": {name: round(value, 2) for name, value in cpu.items()},
-        "chunks_per_wall_s": rate,
-        "chunks_per_cpu_s": cpu_rate,
-        "overhead_on_vs_off_cpu": round(overhead, 4),
-        "overhead_on_vs_off_wall": round(wall_overhead, 4),
-        "overhead_on_vs_embed_only_cpu": round((cpu["on"] - cpu["embed_only"]) / cpu["embed_only"], 4),
-        "tokens": tokens,
-        "goal_overhead": GOAL_OVERHEAD,
-        "strings_embedded": {"off": first_off["strings"], "on": first_on["strings"]},
-        "sentence_strings_per_chunk": round((first_on["strings"] - first_off["strings"]) / len(chunks), 2),
-        "index_bytes": {"off": first_off["index_bytes"], "on": first_on["index_bytes"]},
-        "reingest_changed_metadata": first_on["reingest"],
-        "runs_wall_s": {name: [round(run["seconds"], 2) for run in values] for name, values in runs.items()},
-        "runs_cpu_s": {name: [round(run["cpu_seconds"], 2) for run in values] for name, values in runs.items()},
-        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+    modes = [mode for mode in args.modes.split(",") if mode]
+    result: dict[str, Any] = {
+        "dataset": dataset.name, "documents": len(documents), "repeats": args.repeats,
+        "embed_batch_size": EMBED_BATCH_SIZE, "goal_overhead": GOAL_OVERHEAD, "load_avg_at_start": list(os.getloadavg()),
+        "backends": {},
     }
-    size = result["index_bytes"]
-    print("\nchunks per CPU-second (wall-clock chunks/s in brackets):")
-    print("| documents | chunks | embed only | ingest off | ingest on | on vs off (CPU; wall) "
-          "| strings/chunk (on) | sentence tokens / chunk tokens | index off | index on |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(
-        f"| {len(documents):,} {dataset.name} | {len(chunks):,} | {cpu_rate['embed_only']} ({rate['embed_only']}) "
-        f"| {cpu_rate['off']} ({rate['off']}) | {cpu_rate['on']} ({rate['on']}) | {overhead:+.1%}; {wall_overhead:+.1%} "
-        f"| {first_on['strings'] / len(chunks):.2f} | {tokens['sentences'] / tokens['chunks']:.2f} "
-        f"| {size['off'] / 2**20:.1f} MiB | {size['on'] / 2**20:.1f} MiB |"
-    )
-    again = result["reingest_changed_metadata"]
-    print(f"re-ingest with changed metadata (on): {again['documents']} documents rewritten in {again['seconds']:.1f} s, "
-          f"{again['strings_embedded']} strings embedded")
-    verdict = "meets" if overhead <= GOAL_OVERHEAD else "MISSES"
-    print(f"goal: overhead <= {GOAL_OVERHEAD:.0%}: {overhead:.1%} of CPU time ({verdict}); load at end {result['load_avg_at_end']}")
+    for backend in args.backends.split(","):
+        embedder = build_embedder("all-MiniLM-L6-v2", device="cpu", settings=EmbedderSettings(backend=backend))
+        embedder.warm_up()
+        print(f"== {backend}: {len(documents)} {dataset.name} documents; load {os.getloadavg()}", flush=True)
+        result["backends"][backend] = measure(embedder, documents, modes, args.repeats, args.workdir)
+    result["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+
+    print("\nchunks per CPU-second (wall-clock chunks/s in brackets); overhead = extra CPU vs off:")
+    print(f"| backend | chunks | embed only | ingest off | {' | '.join(f'ingest {m} | {m} vs off' for m in modes)} | index off | "
+          f"{' | '.join(f'index {m}' for m in modes)} |")
+    print("|---|---:|---:|---:|" + "---:|---:|" * len(modes) + "---:|" + "---:|" * len(modes))
+    for backend, r in result["backends"].items():
+        cpu_rate, rate, size = r["chunks_per_cpu_s"], r["chunks_per_wall_s"], r["index_bytes"]
+        cells = [f"{cpu_rate[m]} ({rate[m]}) | {r['overhead_vs_off_cpu'][m]:+.1%}" for m in modes]
+        print(f"| {backend} | {r['chunks']:,} | {cpu_rate['embed_only']} ({rate['embed_only']}) | {cpu_rate['off']} ({rate['off']}) | "
+              f"{' | '.join(cells)} | {size['off'] / 2**20:.1f} MiB | {' | '.join(f'{size[m] / 2**20:.1f} MiB' for m in modes)} |")
+    for backend, r in result["backends"].items():
+        for mode in modes:
+            again = r["reingest_changed_metadata"][mode]
+            overhead = r["overhead_vs_off_cpu"][mode]
+            verdict = "meets" if overhead <= GOAL_OVERHEAD else "MISSES"
+            print(f"{backend}, {mode}: {r['strings_embedded'][mode] / r['chunks']:.2f} strings per chunk through the encoder; "
+                  f"metadata re-ingest embedded {again['strings_embedded']} strings; overhead goal <= {GOAL_OVERHEAD:.0%}: "
+                  f"{overhead:+.1%} CPU ({verdict})")
+    print(f"load at end {result['load_avg_at_end']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(f"wrote {args.out}")

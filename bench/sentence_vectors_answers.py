@@ -1,14 +1,15 @@
-"""Stored sentence vectors at answer time, on the demo corpus: same answers, less work.
+"""Stored sentence vectors at answer time, on the demo corpus: how many answers change, how much work is saved.
 
 Ingests the repository's docs/*.md (as Markdown, title = file name) into a fresh embedded index with
-sentence vectors on, then for each question searches (hybrid, top 5, with the stored vectors, as
+sentence vectors of ``--mode`` (``RETRIEVER_SENTENCE_VECTORS``: pooled, the default, or embedded, whose
+vectors are the ones the answerer would compute, so its answers must be identical), then for each question searches (hybrid, top 5, with the stored vectors, as
 the gateway asks) and runs the generator's ``ExtractiveAnswerer`` twice on the same passages:
 with their stored sentence vectors and with them stripped (what the generator did before, and does
 for an index without them). Reports how many answers (text, chosen sentence ids, candidate order)
-are identical, the largest score difference, the strings embedded at answer time, and the
-answerer's time p50 both ways (alternating, ``--rounds`` times). Writes JSON.
+are identical and how many keep the same best sentence, the largest score difference, the strings
+embedded at answer time, and the answerer's time p50 both ways (alternating, ``--rounds`` times). Writes JSON.
 
-    .venv/bin/python bench/sentence_vectors_answers.py [--rounds 5] [--out bench-results/sentence_vectors_answers.json]
+    .venv/bin/python bench/sentence_vectors_answers.py [--mode pooled] [--rounds 5] [--out bench-results/sentence_vectors_answers.json]
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_common.embedders import Embedder
+from rag_common.embedders.factory import build_embedder
 from rag_common.identity import Identity
 from rag_common.schemas import DocumentIn, SearchRequest
 from rag_eval.harness import open_index
@@ -55,7 +57,7 @@ QUESTIONS = [
 
 
 class CountingEmbedder:
-    def __init__(self, inner: SentenceTransformerEmbedder) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self._inner = inner
         self.documents = 0
 
@@ -68,14 +70,14 @@ class CountingEmbedder:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
+    embedder = build_embedder("all-MiniLM-L6-v2", device="cpu")
     embedder.warm_up()
     documents = [
         DocumentIn(id=path.name, text=path.read_text(encoding="utf-8"), title=path.stem, source=path.name,
                    metadata={"content_type": "text/markdown"})
         for path in sorted((REPO_ROOT / "docs").glob("*.md"))
     ]
-    settings = RetrieverSettings().model_copy(update={"sentence_vectors": True})
+    settings = RetrieverSettings().model_copy(update={"sentence_vectors": args.mode})
     access = AccessFilter.of(Identity(tenant="default", user="bench"))
     counting = CountingEmbedder(embedder)
     answerer = ExtractiveAnswerer(counting)
@@ -90,7 +92,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 request = SearchRequest(query=question, top_k=5, include_embeddings=True, include_sentence_vectors=True)
                 found.append((question, await service.search(request, access)))
 
-    identical, max_diff, embedded = 0, 0.0, {"stored": 0, "stripped": 0}
+    identical, same_best, max_diff, embedded = 0, 0, 0.0, {"stored": 0, "stripped": 0}
+    changed: list[dict[str, str]] = []  # questions whose best sentence differs, both answers
     times: dict[str, list[float]] = {"stored": [], "stripped": []}
     for question, response in found:
         stored = response.passages
@@ -109,12 +112,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             b.text, [u.id for u in b.sentences], [c.unit.id for c in b.candidates]
         )
         identical += same
+        if a.best and b.best and a.best.unit.id == b.best.unit.id:
+            same_best += 1
+        else:
+            changed.append({"question": question, "with_stored": a.text, "embedded_at_answer_time": b.text})
         max_diff = max([max_diff, *(abs(x.score - y.score) for x, y in zip(a.candidates, b.candidates))])
     return {
         "documents": len(documents),
         "ingest_s_with_sentence_vectors": round(ingest_s, 1),
         "questions": len(QUESTIONS),
+        "sentence_vectors": args.mode,
         "identical_answers": identical,
+        "same_best_sentence": same_best,
+        "best_sentence_changed": changed,
         "max_score_difference": max_diff,
         "strings_embedded_at_answer_time": embedded,
         "answerer_ms_p50": {name: round(statistics.median(values), 1) for name, values in times.items()},
@@ -125,6 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=["pooled", "embedded"], default="pooled", help="RETRIEVER_SENTENCE_VECTORS")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "sentence_vectors_answers.json")
     args = parser.parse_args()
@@ -132,7 +143,8 @@ def main() -> None:
     print(json.dumps(result, indent=2))
     p50 = result["answerer_ms_p50"]
     print(
-        f"\n{result['identical_answers']}/{result['questions']} answers identical (max score difference "
+        f"\n{result['sentence_vectors']}: {result['identical_answers']}/{result['questions']} answers identical, "
+        f"{result['same_best_sentence']} with the same best sentence (max score difference "
         f"{result['max_score_difference']:.1e}); extractive answerer p50 {p50['stripped']} ms → {p50['stored']} ms "
         f"with stored vectors; strings embedded at answer time {result['strings_embedded_at_answer_time']}"
     )

@@ -81,6 +81,8 @@ def corpus_fingerprint(dataset: Dataset, embedder: Embedder, settings: Retriever
     parts: list[object] = [embedder.model_id, settings.chunk_tokens, settings.chunk_overlap_tokens]
     if settings.embed_template != "{text}":  # text-only keeps the fingerprints (cached indexes) from before
         parts.append(settings.embed_template)
+    if settings.sentence_vectors != "off":  # stored with the chunks: an index holds one kind (or none)
+        parts.append(f"sentence_vectors={settings.sentence_vectors}")
     backend = getattr(embedder, "backend", "torch")
     if backend != "torch":  # torch keeps the fingerprints from before; another backend gets its own index
         parts.append(f"embedder_backend={backend}")

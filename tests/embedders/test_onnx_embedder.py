@@ -191,8 +191,11 @@ def test_eval_fingerprint_separates_backends_and_keeps_torchs(
     class Dataset:
         corpus: dict = {}
 
-    settings = RetrieverSettings()
-    # The torch fingerprint is the one from before backends existed (cached torch indexes stay valid).
+    settings = RetrieverSettings(sentence_vectors="off")
+    # Stored sentence vectors are part of an index: each mode gets its own.
+    modes = {mode: corpus_fingerprint(Dataset(), torch_embedder, RetrieverSettings(sentence_vectors=mode)) for mode in ("off", "pooled", "embedded")}
+    assert len(set(modes.values())) == 3
+    # The torch fingerprint without them is the one from before backends existed (cached torch indexes stay valid).
     before = hashlib.sha256(
         json.dumps([MODEL, settings.chunk_tokens, settings.chunk_overlap_tokens, settings.embed_template]).encode()
     ).hexdigest()

@@ -14,6 +14,7 @@ from rag_common.sentence_vectors import known_vectors, pack, sentence_inputs, un
 from rag_generator.claim_support import Claim, ClaimSupport
 from rag_generator.evidence import build_evidence
 from rag_generator.extractive_answerer import ExtractiveAnswer, ExtractiveAnswerer
+from rag_generator.extractive_answerer import sentence_context as sentence_context_of
 
 from .conftest import PASSAGES as ZORBLAX, CountingEmbedder, passage
 
@@ -211,3 +212,37 @@ def test_a_passage_of_the_fixture_helper_is_valid_with_vectors() -> None:
     [stored] = with_stored([p], HashEmbedder())
     assert stored.sentence_vectors is not None and len(stored.sentence_vectors.spans) == 2
     assert Passage.model_validate_json(stored.model_dump_json()) == stored
+
+
+def test_pooled_vectors_are_scored_by_the_answerer_and_left_alone_by_claim_support() -> None:
+    """``method="pooled"`` rows (the retriever's default) are other numbers than embedding gives: the
+    answerer scores with them (nothing embedded, the pooled cosines in its candidates), while claim
+    support, whose threshold was fitted on bare-sentence embeddings, embeds its cited sentences."""
+    embedder = HashEmbedder()
+    bare = Passage(chunk_id="b", doc_id="b", text="The tower opened in 1889 to the public. It is 330 metres tall today.")
+    rng = np.random.default_rng(7)
+    pooled = []
+    for p in [bare, *ZORBLAX]:
+        context, spans, _ = sentence_inputs(p.text, p.title, p.section_path)
+        rows = rng.normal(size=(len(spans), DIM)).astype(np.float32)
+        rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+        pooled.append(p.model_copy(update={
+            "sentence_vectors": pack(context, spans, rows, method="pooled"),
+            "embedding": embedder._vector(p.text).tolist(),
+        }))
+    question = "Who founded Zorblax Aerospace?"
+    query = embedder._vector(question)
+    embedder.documents.clear()
+    answer = ExtractiveAnswerer(embedder).answer(question, pooled, query_vector=query.tolist())
+    assert embedder.documents == []
+    known = known_vectors(pooled, DIM)
+    by_unit = {c.unit.id: c.cosine for c in answer.candidates}
+    units = build_evidence(pooled, max_passages=6, max_passage_chars=1200)
+    assert by_unit
+    for unit in units:
+        if unit.id in by_unit:
+            assert by_unit[unit.id] == pytest.approx(float(known[sentence_context_of(unit) + unit.text] @ query), abs=1e-6)
+    support = ClaimSupport(embedder)
+    embedder.documents.clear()
+    support.score_claims([Claim("The tower opened in 1889.", [units[0]])])
+    assert embedder.documents == [units[0].text]  # a bare passage, but its stored row is pooled: embedded

@@ -951,6 +951,7 @@ async def test_upsert_stores_the_sentence_vectors_in_the_source_exactly(backend,
         "context": "Volcanoes > Geology: ",
         "spans": [[0, 5], [6, 11]],
         "dim": 4,
+        "method": "embedded",
         # base64 of the 8 little-endian float32 values, row-major.
         "vectors": "zczMPTMzM7+rqqo+mpkZPwAAAAAAAAA/AAAAP/MENT8=",
     }
@@ -970,6 +971,21 @@ async def test_sentence_vectors_round_trip_from_upsert_to_search_bit_for_bit(bac
     passage = scored.to_passage(with_sentence_vectors=True)
     assert unpack(passage.sentence_vectors).tobytes() == SENTENCE_ROWS.tobytes()
     assert scored.to_passage().sentence_vectors is None  # only when asked for
+
+
+async def test_the_method_of_pooled_vectors_is_stored_and_read_back_and_a_source_without_one_reads_as_embedded(backend, cluster):
+    from rag_common.sentence_vectors import pack
+
+    pooled = dataclasses.replace(
+        VOLCANO, sentence_vectors=pack("Volcanoes > Geology: ", [(0, 5), (6, 11)], SENTENCE_ROWS, method="pooled")
+    )
+    await backend.upsert([pooled], np.array([[0.5, 0.5, 0.5, 0.5]], dtype=np.float32))
+    [_, written] = cluster.calls[0].body
+    assert written["sentence_vectors"]["method"] == "pooled"
+    older = {**written, "sentence_vectors": {k: v for k, v in written["sentence_vectors"].items() if k != "method"}}
+    cluster.searches.append(hits_answer([hit(written, 0.9), hit({**older, "chunk_id": "volcanoes:9:y"}, 0.8)]))
+    found = await backend.search_bm25("lava", 2, with_sentence_vectors=True)
+    assert [s.to_passage(with_sentence_vectors=True).sentence_vectors.method for s in found] == ["pooled", "embedded"]
 
 
 async def test_document_sentence_vectors_pages_through_text_and_vectors(backend, cluster, monkeypatch):

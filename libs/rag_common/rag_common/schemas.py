@@ -113,14 +113,19 @@ class SentenceVectors(WireModel):
     """The embeddings of a chunk's scorable sentences, computed once at ingestion
     (``RETRIEVER_SENTENCE_VECTORS``; the rule is :mod:`rag_common.sentence_vectors`).
 
-    Row ``i`` is ``encode_documents([context + text[start_i:end_i]])`` of the retriever's embedder,
-    exactly the string the extractive answerer embeds for that sentence, so a consumer may use a row
-    in place of embedding that string and get the same vector. ``vectors`` is the rows' float32
-    values, little-endian, row-major, base64: a quarter of the JSON-number size and exact.
+    Row ``i`` stands for the string ``context + text[start_i:end_i]``, the one the extractive
+    answerer scores for that sentence. ``method`` says how it was made: ``"embedded"``, that string's
+    own ``encode_documents`` vector (a consumer gets the very vector it would compute); ``"pooled"``,
+    the mean of the sentence's (and the chunk's context lines') token states in the chunk's own
+    encoder pass (:mod:`rag_common.embedders.span_pooling`: no second pass at ingestion, a vector
+    in context, not the same numbers). ``vectors`` is the rows' float32 values, little-endian,
+    row-major, base64: a quarter of the JSON-number size and exact.
     """
 
-    #: The prefix every sentence was embedded with (``"Title > Section: "`` or ``""``).
+    #: The prefix of every sentence's string (``"Title > Section: "`` or ``""``).
     context: str = Field(max_length=MAX_MESSAGE_CHARS)
+    #: How the rows were computed (see above); stored before it existed means ``"embedded"``.
+    method: Literal["embedded", "pooled"] = "embedded"
     #: ``[start, end]`` of each sentence in the passage's ``text``, in text order.
     spans: list[Annotated[list[JsonInt], Field(min_length=2, max_length=2)]] = Field(max_length=MAX_SENTENCE_VECTORS)
     dim: JsonInt = Field(ge=1, le=MAX_VECTOR_DIM)

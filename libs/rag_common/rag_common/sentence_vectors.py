@@ -12,6 +12,13 @@ here, in the shared package, and neither service keeps a copy:
   default eligibility;
 - the embedded string is ``sentence_context(title, section_path) + text[start:end]``.
 
+How the vectors are made is the retriever's ``RETRIEVER_SENTENCE_VECTORS`` (:data:`SentenceVectorMode`):
+``pooled`` (default) averages each sentence's token states, with those of the chunk's context lines,
+in the chunk's own encoder pass (:func:`chunk_pools`; ingestion pays a mean per sentence, not a second
+pass); ``embedded`` embeds each string on its own (a second pass, about twice the ingestion CPU, and
+the exact vector the answerer would compute); ``off`` stores none. The stored
+:class:`~rag_common.schemas.SentenceVectors` says which (``method``).
+
 A consumer never trusts the rule blindly: :func:`known_vectors` keys each stored vector by the exact
 string that was embedded for it, and a consumer uses a vector only for that exact string (embedding
 the rest). A passage whose title changed since ingestion, a sentence the answerer cut short, or an
@@ -21,7 +28,8 @@ answerer configured with fewer ``min_words`` simply falls back to embedding.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -31,6 +39,8 @@ from rag_common.sentences import sentence_spans
 
 __all__ = [
     "MIN_WORDS",
+    "SentenceVectorMode",
+    "chunk_pools",
     "encode_unknown",
     "known_vectors",
     "pack",
@@ -42,6 +52,11 @@ __all__ = [
     "unpack",
     "word_count",
 ]
+
+#: ``RETRIEVER_SENTENCE_VECTORS``: how each chunk's sentence vectors are made at ingestion, if at all.
+SentenceVectorMode = Literal["off", "pooled", "embedded"]
+#: Every method a stored vector can have: what a consumer accepts unless it says otherwise.
+ANY_METHOD = ("embedded", "pooled")
 
 #: Fewest words a sentence needs to be scored (the extractive answerer's default ``min_words``):
 #: shorter units (headings, bullets) rarely answer anything.
@@ -84,8 +99,21 @@ def sentence_inputs(
     return context, spans, sentence_texts(context, text, spans)
 
 
-def pack(context: str, spans: Sequence[tuple[int, int]], vectors: np.ndarray) -> SentenceVectors:
-    """The wire form of ``vectors`` (one row per span), float32 values exact."""
+def chunk_pools(embedded: str, text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[tuple[int, int], ...]] | None:
+    """Per sentence span of ``text``, the character ranges of ``embedded`` (the string the chunk was
+    embedded as: ``text`` within the embedding template's context) whose tokens make its pooled vector:
+    the context lines before the text, then the sentence. None when ``text`` is not in ``embedded``."""
+    offset = embedded.rfind(text)
+    if offset < 0:
+        return None
+    context = ((0, offset),) if embedded[:offset].strip() else ()
+    return [(*context, (offset + start, offset + end)) for start, end in spans]
+
+
+def pack(
+    context: str, spans: Sequence[tuple[int, int]], vectors: np.ndarray, *, method: str = "embedded"
+) -> SentenceVectors:
+    """The wire form of ``vectors`` (one row per span, made by ``method``), float32 values exact."""
     array = np.ascontiguousarray(vectors, dtype="<f4")
     if array.ndim != 2 or array.shape[0] != len(spans):
         raise ValueError(f"expected {len(spans)} rows of vectors, got shape {array.shape}")
@@ -93,6 +121,7 @@ def pack(context: str, spans: Sequence[tuple[int, int]], vectors: np.ndarray) ->
         context=context,
         spans=[[int(start), int(end)] for start, end in spans],
         dim=int(array.shape[1]),
+        method=method,
         vectors=base64.b64encode(array.tobytes()).decode("ascii"),
     )
 
@@ -103,22 +132,26 @@ def unpack(stored: SentenceVectors) -> np.ndarray:
     return np.frombuffer(raw, dtype="<f4").astype(np.float32).reshape(len(stored.spans), stored.dim)
 
 
-def known_vectors(passages: Iterable[Passage], dim: int) -> dict[str, np.ndarray]:
+def known_vectors(
+    passages: Iterable[Passage], dim: int, *, methods: Collection[str] = ANY_METHOD
+) -> dict[str, np.ndarray]:
     """``{embedded string: vector}`` of every stored sentence vector of ``passages`` (see
     :func:`stored_vectors`)."""
     unique = {id(passage): passage for passage in passages}.values()
-    return stored_vectors(((passage.text, passage.sentence_vectors) for passage in unique), dim)
+    return stored_vectors(((passage.text, passage.sentence_vectors) for passage in unique), dim, methods=methods)
 
 
-def stored_vectors(chunks: Iterable[tuple[str, SentenceVectors | None]], dim: int) -> dict[str, np.ndarray]:
+def stored_vectors(
+    chunks: Iterable[tuple[str, SentenceVectors | None]], dim: int, *, methods: Collection[str] = ANY_METHOD
+) -> dict[str, np.ndarray]:
     """``{embedded string: vector}`` of the sentence vectors stored with ``(text, vectors)`` chunks,
     those of dimension ``dim`` (the consumer's embedder's) that are unit vectors, as every embedder
     makes them (anything else did not come from one: it is ignored, and that string embedded). Keyed
     by the string itself, so a consumer that looks up the string it would embed gets a vector only
-    when it is that string's."""
+    when it is that string's; only vectors made by one of ``methods``."""
     known: dict[str, np.ndarray] = {}
     for text, stored in chunks:
-        if stored is None or stored.dim != dim:
+        if stored is None or stored.dim != dim or stored.method not in methods:
             continue
         spans = [(start, end) for start, end in stored.spans]
         rows = unpack(stored)

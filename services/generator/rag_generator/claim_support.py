@@ -11,7 +11,9 @@ against the sentences it cites with two cheap signals:
 
 Cited sentences are embedded bare (no title context). A cited unit whose passage carries a stored
 vector for exactly that string (``Passage.sentence_vectors``: only when the passage has no title or
-section path, since stored vectors are of ``context + sentence``) is not embedded again.
+section path, since stored vectors are of ``context + sentence``, and only an ``embedded`` one: a
+``pooled`` vector carries its chunk's context, and the threshold was fitted on bare sentences) is not
+embedded again.
 
 ``score = w * lexical + (1 - w) * max(cosine, 0)``, and the claim is supported when
 ``score >= threshold``. A claim with nothing alphanumeric, or citing no evidence, is unsupported.
@@ -112,7 +114,7 @@ class ClaimSupport:
         cited_passages = [
             item.passage for i in scorable for item in claims[i].evidence if isinstance(item, EvidenceUnit)
         ]
-        sentence_vectors = encode_unknown(self._embedder, sentences, known_vectors(cited_passages, self._embedder.dim))
+        sentence_vectors = encode_unknown(self._embedder, sentences, known_vectors(cited_passages, self._embedder.dim, methods=("embedded",)))
         cosines = np.asarray(claim_vectors @ sentence_vectors.T, dtype=np.float64)
         results = [_UNSUPPORTED for _ in claims]
         for k, i in enumerate(scorable):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rag_common.sentences import sentence_spans
+from rag_common.sentence_vectors import SentenceVectorMode
 from rag_retriever.embed_template import TEXT_ONLY, EmbedTemplate
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument
 from rag_retriever.tables import Block, split_tables
@@ -121,7 +122,7 @@ def markdown_sections(text: str) -> list[Section]:
 class Chunker:
     def __init__(
         self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40,
-        embed_template: str = TEXT_ONLY, *, sentence_vectors: bool = False,
+        embed_template: str = TEXT_ONLY, *, sentence_vectors: SentenceVectorMode = "off",
     ) -> None:
         limit = tokenizer.max_tokens - SPECIAL_TOKENS
         if not 0 < chunk_tokens <= limit:
@@ -138,7 +139,7 @@ class Chunker:
         self.chunk_overlap_tokens = chunk_overlap_tokens
         #: What the embedder sees of each chunk (``rag_retriever.embed_template``).
         self.embed_template = EmbedTemplate(embed_template)
-        #: Whether the ingestor stores sentence vectors: part of each document's fingerprint.
+        #: Whether and how the ingestor stores sentence vectors: part of each document's fingerprint.
         self.sentence_vectors = sentence_vectors
 
     def embed_text(self, text: str, title: str, section_path: tuple[str, ...] | list[str]) -> str:

@@ -6,13 +6,21 @@ the result is in [0, 1]. ``rrf``: reciprocal rank fusion, ``sum(1 / (k + rank))`
 and k = 60; it ignores score scales entirely and is never above ``2 / (k + 1)``.
 
 A fused hit keeps the ``vector`` its input hits carried (the same stored vector in both lists).
+``min_max_scores`` and ``rrf_scores`` fuse ``(key, score)`` lists of any key, so a backend can fuse
+before it reads the documents of its hits (only the winners' are read).
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
 from rag_retriever.records import ScoredChunk
 
 RRF_K = 60
+#: What a list's hits are keyed by: chunk ids here, index labels in a backend that fuses before it
+#: reads the hits' documents (the embedded backend).
+K = TypeVar("K", bound=Hashable)
 
 
 def candidates_per_list(top_k: int) -> int:
@@ -20,37 +28,52 @@ def candidates_per_list(top_k: int) -> int:
     return max(top_k * 4, 50)
 
 
-def _min_max(hits: list[ScoredChunk]) -> dict[str, float]:
-    if not hits:
+def _min_max(scores: Sequence[tuple[K, float]]) -> dict[K, float]:
+    if not scores:
         return {}
-    scores = [hit.score for hit in hits]
-    low, high = min(scores), max(scores)
+    values = [score for _, score in scores]
+    low, high = min(values), max(values)
     if high == low:
         # All candidates are equally good: each is the best this list has to offer.
-        return {hit.chunk.chunk_id: 1.0 for hit in hits}
-    return {hit.chunk.chunk_id: (hit.score - low) / (high - low) for hit in hits}
+        return {key: 1.0 for key, _ in scores}
+    return {key: (score - low) / (high - low) for key, score in scores}
+
+
+def min_max_scores(
+    dense: Sequence[tuple[K, float]], bm25: Sequence[tuple[K, float]], dense_weight: float = 0.5
+) -> dict[K, float]:
+    """Fused min_max score of every key in either list of ``(key, score)``, in first-seen order."""
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
+    dense_norm, bm25_norm = _min_max(dense), _min_max(bm25)
+    keys = dict.fromkeys([key for key, _ in dense] + [key for key, _ in bm25])
+    return {
+        key: dense_weight * dense_norm.get(key, 0.0) + (1.0 - dense_weight) * bm25_norm.get(key, 0.0) for key in keys
+    }
+
+
+def rrf_scores(dense: Sequence[tuple[K, float]], bm25: Sequence[tuple[K, float]], k: int = RRF_K) -> dict[K, float]:
+    """Fused rrf score of every key in either ranked list of ``(key, score)``."""
+    fused: dict[K, float] = {}
+    for ranked in (dense, bm25):
+        for rank, (key, _) in enumerate(ranked, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return fused
 
 
 def min_max_fusion(
     dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, dense_weight: float = 0.5
 ) -> list[ScoredChunk]:
-    if not 0.0 <= dense_weight <= 1.0:
-        raise ValueError(f"dense_weight must be in [0, 1], got {dense_weight}")
-    dense_norm, bm25_norm = _min_max(dense), _min_max(bm25)
-    hits = _hits_by_id(dense, bm25)
-    fused = {
-        chunk_id: dense_weight * dense_norm.get(chunk_id, 0.0) + (1.0 - dense_weight) * bm25_norm.get(chunk_id, 0.0)
-        for chunk_id in hits
-    }
-    return _ranked(fused, hits, top_k)
+    fused = min_max_scores(_keyed(dense), _keyed(bm25), dense_weight)
+    return _ranked(fused, _hits_by_id(dense, bm25), top_k)
 
 
 def rrf_fusion(dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, k: int = RRF_K) -> list[ScoredChunk]:
-    fused: dict[str, float] = {}
-    for hits in (dense, bm25):
-        for rank, hit in enumerate(hits, start=1):
-            fused[hit.chunk.chunk_id] = fused.get(hit.chunk.chunk_id, 0.0) + 1.0 / (k + rank)
-    return _ranked(fused, _hits_by_id(dense, bm25), top_k)
+    return _ranked(rrf_scores(_keyed(dense), _keyed(bm25), k), _hits_by_id(dense, bm25), top_k)
+
+
+def _keyed(hits: list[ScoredChunk]) -> list[tuple[str, float]]:
+    return [(hit.chunk.chunk_id, hit.score) for hit in hits]
 
 
 def _hits_by_id(*lists: list[ScoredChunk]) -> dict[str, ScoredChunk]:

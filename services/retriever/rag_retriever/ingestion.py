@@ -12,11 +12,17 @@ title or metadata re-embeds nothing. A request's changed documents are replaced 
 whole or as it was, and the same request sent again completes it (unchanged documents are skipped).
 
 With sentence vectors on (``RETRIEVER_SENTENCE_VECTORS``), each chunk also gets the vectors of its
-scorable sentences (:mod:`rag_common.sentence_vectors`: the strings the extractive answerer embeds),
-stored with it. They cost one more embedding pass, cut three ways: chunk texts and sentence strings go
-to the embedder together in length-sorted batches cut where lengths double (little padding); a string is embedded once per
-request (a chunk's overlap repeats the previous chunk's last sentences); and a string the document
-already has a stored vector for (its unchanged sentences, on re-ingest) is not embedded again.
+scorable sentences (:mod:`rag_common.sentence_vectors`: the strings the extractive answerer scores),
+stored with it. ``pooled`` (default) takes them from the chunk's own encoder pass: the embedder
+returns the chunk's vector and, per sentence, the mean of its tokens' states with those of the
+chunk's context lines (``encode_documents_pooled``), so ingestion costs what it costs without them
+plus a mean per sentence. A chunk whose vector is reused keeps its stored pooled vectors; a sentence
+the model's window cut off (no token of it in the pass) is embedded on its own. ``embedded`` embeds
+each sentence string on its own: one more embedding pass, cut three ways: chunk texts and sentence
+strings go to the embedder together in length-sorted batches cut where lengths double (little
+padding); a string is embedded once per request (a chunk's overlap repeats the previous chunk's last
+sentences); and a string the document already has a stored vector for (its unchanged sentences, on
+re-ingest) is not embedded again.
 """
 
 from __future__ import annotations
@@ -30,10 +36,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rag_common.embedders import Embedder
+from rag_common.embedders.span_pooling import Pool, SpanPoolingEmbedder
 from rag_common.errors import InvalidInput
 from rag_common.identity import readers_of
-from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse
-from rag_common.sentence_vectors import pack, sentence_inputs, stored_vectors
+from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse, SentenceVectors
+from rag_common.sentence_vectors import SentenceVectorMode, chunk_pools, pack, sentence_inputs, stored_vectors
 from rag_common.upload_formats import PLAIN_TEXT
 from rag_retriever.backends.base import ChunkWriteError, IngestTarget
 from rag_retriever.chunking import SPECIAL_TOKENS, Chunker
@@ -105,13 +112,18 @@ class Ingestor:
         lock: ReadWriteLock,
         *,
         batch_size: int = EMBED_BATCH_SIZE,
-        sentence_vectors: bool = False,
+        sentence_vectors: SentenceVectorMode = "off",
     ) -> None:
         self._backend = backend
         self._embedder = embedder
         self._chunker = chunker
         self._lock = lock
         self._batch_size = batch_size
+        if sentence_vectors == "pooled" and not isinstance(embedder, SpanPoolingEmbedder):
+            raise ValueError(
+                f"RETRIEVER_SENTENCE_VECTORS=pooled needs an embedder that pools token spans "
+                f"({type(embedder).__name__} does not); use 'embedded' or 'off'"
+            )
         self._sentence_vectors = sentence_vectors
 
     async def ingest(
@@ -227,10 +239,12 @@ class Ingestor:
         stored: dict[str, np.ndarray] = {}
         for doc_id in sorted(plan.reusable):
             stored.update(await self._backend.document_vectors(doc_id, tenant=tenant))
+        if self._sentence_vectors == "pooled":
+            return await self._pooled_vectors(chunks, plan, tenant, stored)
         missing = [row for row, chunk in enumerate(chunks) if chunk.chunk_id not in stored]
         # What the embedder sees: the chunker's rendering of RETRIEVER_EMBED_TEMPLATE (else the text).
         texts = [chunks[row].embed_text or chunks[row].text for row in missing]
-        sentences = await self._sentence_plan(chunks, plan, tenant) if self._sentence_vectors else None
+        sentences = await self._sentence_plan(chunks, plan, tenant) if self._sentence_vectors == "embedded" else None
         if sentences is not None:
             texts += sentences.missing
         everything = await self._embed(texts)
@@ -245,12 +259,65 @@ class Ingestor:
             vectors[missing] = embedded
         return vectors
 
+    async def _pooled_vectors(
+        self, chunks: list[ChunkRecord], plan: _Plan, tenant: str, stored: dict[str, np.ndarray]
+    ) -> np.ndarray:
+        """Chunk vectors and, from the same pass, each chunk's pooled sentence vectors. A chunk whose
+        vector is stored and whose stored pooled vectors are for the same sentences keeps both;
+        every other chunk goes through the encoder once (a stored chunk vector still wins: same
+        string, same model)."""
+        kept: dict[str, SentenceVectors] = {}
+        for doc_id in sorted(plan.reusable):
+            for chunk_id, (_, vectors) in (await self._backend.document_sentence_vectors(doc_id, tenant=tenant)).items():
+                if vectors is not None and vectors.method == "pooled" and chunk_id in stored:
+                    kept[chunk_id] = vectors
+        inputs = await asyncio.to_thread(lambda: [sentence_inputs(c.text, c.title, c.section_path) for c in chunks])
+        vectors = np.empty((len(chunks), self._embedder.dim), dtype=np.float32)
+        todo: list[int] = []
+        for row, (chunk, (context, spans, _)) in enumerate(zip(chunks, inputs, strict=True)):
+            previous = kept.get(chunk.chunk_id)
+            if previous is not None and previous.context == context and [tuple(s) for s in previous.spans] == spans:
+                chunk.sentence_vectors, vectors[row] = previous, stored[chunk.chunk_id]
+            else:
+                todo.append(row)
+        texts = [chunks[row].embed_text or chunks[row].text for row in todo]
+        pools = [chunk_pools(text, chunks[row].text, inputs[row][1]) for text, row in zip(texts, todo)]
+        embedded, pooled = await self._embed_pooled(texts, [p or [] for p in pools])
+        alone: dict[str, list[tuple[int, int]]] = {}  # sentence strings no token of the pass reached
+        for n, row in enumerate(todo):
+            chunk = chunks[row]
+            vectors[row] = stored.get(chunk.chunk_id, embedded[n])
+            if pools[n] is None:
+                pooled[n] = np.full((len(inputs[row][1]), self._embedder.dim), np.nan, dtype=np.float32)
+            for k in np.flatnonzero(np.isnan(pooled[n]).any(axis=1)):
+                alone.setdefault(inputs[row][2][k], []).append((n, int(k)))
+        if alone:
+            for string, rows in zip(alone, await self._embed(list(alone))):
+                for n, k in alone[string]:
+                    pooled[n][k] = rows
+        for n, row in enumerate(todo):
+            chunks[row].sentence_vectors = pack(inputs[row][0], inputs[row][1], pooled[n], method="pooled")
+        return vectors
+
+    async def _embed_pooled(self, texts: list[str], pools: list[list[Pool]]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``encode_documents_pooled`` in length-sorted batches, one thread hop per batch."""
+        vectors = np.empty((len(texts), self._embedder.dim), dtype=np.float32)
+        pooled: list[np.ndarray] = [np.empty((0, self._embedder.dim), dtype=np.float32)] * len(texts)
+        for positions in length_batches([len(text) for text in texts], self._batch_size):
+            batch, rows = await asyncio.to_thread(
+                self._embedder.encode_documents_pooled, [texts[i] for i in positions], [pools[i] for i in positions]
+            )
+            vectors[positions] = batch
+            for i, matrix in zip(positions, rows, strict=True):
+                pooled[i] = matrix
+        return vectors, pooled
+
     async def _sentence_plan(self, chunks: list[ChunkRecord], plan: _Plan, tenant: str) -> _SentencePlan:
         """What each chunk's sentence vectors need, and which distinct strings are still to embed."""
         known: dict[str, np.ndarray] = {}
         for doc_id in sorted(plan.indexed):
             stored = await self._backend.document_sentence_vectors(doc_id, tenant=tenant)
-            known.update(stored_vectors(stored.values(), self._embedder.dim))
+            known.update(stored_vectors(stored.values(), self._embedder.dim, methods=("embedded",)))
         # Sentence cutting and token counting are CPU work: one thread hop for the whole request.
         inputs = await asyncio.to_thread(
             lambda: [self._fitting(*sentence_inputs(c.text, c.title, c.section_path), c.text) for c in chunks]

@@ -189,7 +189,7 @@ class SourceDocument:
             return "pages"
         return "markdown" if self.content_type in MARKDOWN_LAYOUT else "plain"
 
-    def fingerprint(self, embed_template: str = "{text}", *, sentence_vectors: bool = False) -> str:
+    def fingerprint(self, embed_template: str = "{text}", *, sentence_vectors: str = "off") -> str:
         """Hash of the document-level fields; the text is covered by the chunk ids. The content hash
         is one of them, so chunks indexed before it existed are rewritten (with it) on re-ingest. So are
         the readers (only when not everyone, so fingerprints from before ACLs stay valid): an ACL
@@ -197,16 +197,17 @@ class SourceDocument:
         the embedding template (``RETRIEVER_EMBED_TEMPLATE``; only when not text-only, so text-only
         fingerprints from before it existed stay valid): re-ingesting under another template rewrites
         the document, re-embedding the chunks whose embedded string changed. So is whether sentence
-        vectors are stored (``RETRIEVER_SENTENCE_VECTORS``; only when on, so fingerprints from before
-        they existed stay valid with it off): turning them on, re-ingesting a document adds them,
-        its chunk vectors reused."""
+        vectors are stored and how (``RETRIEVER_SENTENCE_VECTORS``; only when on, so fingerprints from
+        before they existed stay valid with it off, and ``embedded`` keeps the fingerprint it had as
+        the switch's only mode): changing it, re-ingesting a document rewrites them, its chunk vectors
+        reused."""
         fields: dict[str, Any] = {
             "title": self.title, "source": self.source, "metadata": self.metadata, "content_hash": self.content_hash,
         }
         if embed_template != "{text}":
             fields["embed_template"] = embed_template
-        if sentence_vectors:
-            fields["sentence_vectors"] = True
+        if sentence_vectors != "off":
+            fields["sentence_vectors"] = True if sentence_vectors == "embedded" else sentence_vectors
         if self.readers != [EVERYONE]:
             fields["readers"] = sorted(self.readers)
         return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from rag_common.schemas import MAX_SEARCH_TOP_K
+from rag_common.sentence_vectors import SentenceVectorMode
 from rag_common.settings import ServiceSettings
 
 
@@ -43,17 +44,31 @@ class RetrieverSettings(ServiceSettings):
         "Part of each document's fingerprint: re-ingesting under another template rewrites it. "
         "Default '{title}\\n{section_path}\\n{text}' (docs/retriever.md, 'What the embedder sees').",
     )
-    sentence_vectors: bool = Field(
-        default=True,
-        description="Embed each chunk's sentences at ingestion (the string the extractive answerer embeds: "
-        "title and section context, then the sentence) and store the vectors with the chunk, so answering "
-        "embeds only the question. Costs ingestion time (one more embedding pass over the text: about twice "
-        "the CPU work, half the chunks/s) and index size (a 384-d float32 vector per sentence, ~2 KB stored); "
-        "unchanged sentences are never embedded again. Off: ingestion as before, the generator "
-        "embeds the sentences of every answer's passages (tens of ms per answer on CPU). Part of each "
-        "document's fingerprint when on: turning it on, a re-ingest adds the vectors. Default true "
-        "(docs/retriever.md, 'Sentence vectors').",
+    sentence_vectors: SentenceVectorMode = Field(
+        default="pooled",
+        description="Store each chunk's sentence vectors at ingestion (for the string the extractive answerer "
+        "scores: title and section context, then the sentence), so answering embeds only the question. "
+        "'pooled': each sentence's (and the context lines') token states averaged in the chunk's own encoder "
+        "pass, a vector in context; ingestion costs a mean per sentence, not a second pass. 'embedded': each "
+        "string embedded on its own, the exact vector the answerer would compute, at about twice the "
+        "ingestion CPU. 'off': none stored; the generator embeds the sentences of every answer's passages "
+        "(tens of ms per answer on CPU). Either way ~2 KB of index per sentence (a 384-d float32 vector). "
+        "true/false read as pooled/off. Part of each document's fingerprint: changing it, a re-ingest "
+        "rewrites the vectors, the chunk vectors reused. Default pooled (docs/retriever.md, 'Sentence vectors').",
     )
+
+    @field_validator("sentence_vectors", mode="before")
+    @classmethod
+    def sentence_vectors_switch(cls, value: object) -> object:
+        """The setting was a switch before it had modes: on is the default mode."""
+        if isinstance(value, bool):
+            return "pooled" if value else "off"
+        if isinstance(value, str) and value.strip().lower() in {"true", "1", "yes", "on"}:
+            return "pooled"
+        if isinstance(value, str) and value.strip().lower() in {"false", "0", "no"}:
+            return "off"
+        return value
+
     max_upload_mb: float = Field(default=20.0, gt=0, description="Largest accepted uploaded file, MiB. Default 20.")
     max_upload_files: int = Field(
         default=100,

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_common.embedders.models import ModelNotAvailableError, resolve_model_path
+from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
 from rag_common.embedders.truncation import warn_truncation
 
 ONNX_REQUIREMENT = "onnxruntime==1.31.1 tokenizers (pip install -c requirements/constraints.txt 'rag-common[onnx]')"
@@ -86,26 +87,50 @@ class OnnxEmbedder:
     def path(self) -> Path:
         return self._path
 
-    def _forward(self, texts: list[str]) -> np.ndarray:
+    def _hidden(self, texts: list[str]):  # noqa: ANN202 - (token states, mask, tokenizers encodings)
         encodings = self._batch_tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64)}
         hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._input_names})[0]
-        # Mean pooling over real tokens, then L2 normalisation: sentence-transformers' Pooling + Normalize.
-        weights = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return hidden, mask, encodings
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        hidden, mask, _ = self._hidden(texts)
+        return _mean_pool(hidden, mask)
 
     def _run(self, texts: list[str]) -> np.ndarray:
-        # Longest first in batches of batch_size (less padding), as sentence-transformers' encode does.
-        order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(texts), self._batch_size):
-            chosen = order[start : start + self._batch_size]
+        for chosen in self._batches(texts):
             out[chosen] = self._forward([texts[i] for i in chosen])
         return out
+
+    def _batches(self, texts: list[str]) -> list[np.ndarray]:
+        # Longest first in batches of batch_size (less padding), as sentence-transformers' encode does.
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        return [order[start : start + self._batch_size] for start in range(0, len(texts), self._batch_size)]
+
+    def encode_documents_pooled(
+        self, texts: list[str], pools: list[list[Pool]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """:meth:`encode_documents` and each text's ``pools`` mean-pooled from the same pass
+        (:mod:`rag_common.embedders.span_pooling`)."""
+        if self._session is None:
+            self.warm_up()
+        prefixed = [self._document_prefix + t for t in texts]
+        self.warn_truncation(prefixed)
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        pooled: list[np.ndarray] = [np.empty((0, self.dim), dtype=np.float32)] * len(texts)
+        for chosen in self._batches(prefixed):
+            hidden, mask, encodings = self._hidden([prefixed[i] for i in chosen])
+            vectors[chosen] = _mean_pool(hidden, mask)
+            for row, i in enumerate(chosen):
+                real = int(mask[row].sum())
+                pooled[i] = pool_spans(
+                    hidden[row, :real], encodings[row].offsets[:real], encodings[row].special_tokens_mask[:real],
+                    shift_pools(pools[i], len(self._document_prefix)),
+                )
+        return vectors, pooled
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         if self._session is None:
@@ -147,6 +172,14 @@ class OnnxEmbedder:
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of each token of ``text`` (no special tokens, no truncation)."""
         return [(int(s), int(e)) for s, e in self._plain().encode(text, add_special_tokens=False).offsets]
+
+
+def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean over real tokens, then L2 normalisation: sentence-transformers' Pooling + Normalize."""
+    weights = mask[:, :, None].astype(np.float32)
+    pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
 def _load_tokenizer(tokenizer_class, model_dir: Path):  # noqa: ANN001, ANN202

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_common.embedders.models import resolve_model_path
+from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
 from rag_common.embedders.truncation import warn_truncation
 
 
@@ -74,6 +75,34 @@ class SentenceTransformerEmbedder:
         prefixed = [self._document_prefix + t for t in texts]
         self.warn_truncation(prefixed)
         return self._encode(prefixed)
+
+    def encode_documents_pooled(
+        self, texts: list[str], pools: list[list[Pool]]
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """:meth:`encode_documents` and each text's ``pools`` mean-pooled from the same pass
+        (:mod:`rag_common.embedders.span_pooling`)."""
+        prefixed = [self._document_prefix + t for t in texts]
+        self.warn_truncation(prefixed)
+        if not texts:
+            return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32), []
+        outputs = self.model.encode(
+            prefixed, batch_size=self._batch_size, output_value=None, normalize_embeddings=True, show_progress_bar=False
+        )
+        # The tokenizer's own cut, as encode() made it: offsets of exactly the tokens the model saw.
+        encoded = self.model.tokenizer(
+            prefixed, truncation=True, max_length=self.model.max_seq_length, return_offsets_mapping=True,
+            return_special_tokens_mask=True, verbose=False,
+        )
+        vectors = np.stack([out["sentence_embedding"].float().cpu().numpy() for out in outputs]).astype(np.float32)
+        pooled = []
+        for row, out in enumerate(outputs):
+            real = int(out["attention_mask"].sum())
+            hidden = out["token_embeddings"][:real].float().cpu().numpy()
+            pooled.append(pool_spans(
+                hidden, encoded["offset_mapping"][row][:real], encoded["special_tokens_mask"][row][:real],
+                shift_pools(pools[row], len(self._document_prefix)),
+            ))
+        return vectors, pooled
 
     def input_tokens(self, texts: list[str]) -> list[int]:
         """Tokens the model would get for each text, special tokens included, before truncation."""

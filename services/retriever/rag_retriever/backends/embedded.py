@@ -72,7 +72,7 @@ from rag_retriever.backends.base import (
 )
 from rag_retriever.entity_graph import EntityGraph, chunk_node
 from rag_retriever.entity_graph_store import GraphStore
-from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
+from rag_retriever.fusion import candidates_per_list, min_max_scores, rrf_scores
 from rag_retriever.fusion_candidates import FusionCandidates, fusion_candidates
 from rag_retriever.graph_retrieval import GraphOptions, graph_search
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
@@ -105,6 +105,9 @@ _MAX_LISTED_DOCUMENTS = 65_000
 _LOOKUP_BATCH = 1000
 #: Labels per batch when reconcile compares the graph's vectors with the stored ones.
 _VERIFY_BATCH = 4096
+#: Distinct (tenant, readers) pairs up to which a dense search checks whether the caller reads them
+#: all (then the graph walk runs unfiltered); an index with more always filters.
+_MAX_ACCESS_PAIRS_CHECKED = 64
 
 
 def _build_schema(format_version: int) -> tantivy.Schema:
@@ -221,6 +224,8 @@ class EmbeddedIndex:
         self._live = 0
         #: label -> (tenant, readers) of every live chunk: what the ANN filter reads.
         self._access_of: dict[int, tuple[str, frozenset[str]]] = {}
+        #: How many live labels carry each (tenant, readers) pair: ``_reads_everything`` asks these.
+        self._access_pairs: Counter[tuple[str, frozenset[str]]] = Counter()
         self._reconcile()
 
     # ------------------------------------------------------------------ writes
@@ -274,9 +279,9 @@ class EmbeddedIndex:
             self._next_label += len(rows)
             self._index.reload()
             for label in replaced:
-                self._access_of.pop(label, None)
+                self._forget_access(label)
             for label, row in zip(labels, rows, strict=True):
-                self._access_of[label] = (chunks[row].tenant, frozenset(chunks[row].readers))
+                self._remember_access(label, chunks[row])
             self._update_entity_graph(sorted(replaced), [(label, chunks[row]) for label, row in zip(labels, rows, strict=True)])
             self._update_graph(deleted=sorted(replaced), labels=labels, vectors=vectors[rows])
 
@@ -335,10 +340,20 @@ class EmbeddedIndex:
         self, query: str, k: int, filters: Filters | None = None,
         *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
+        text_query = self._bm25_query(query, filters, access)
+        if text_query is None or k <= 0:
+            return []
+        searcher = self._searcher()
+        hits = searcher.search(text_query, limit=k).hits
+        return [self._scored(searcher.doc(address), float(score), with_vectors) for score, address in hits]
+
+    def _bm25_query(self, query: str, filters: Filters | None, access: AccessFilter | None) -> tantivy.Query | None:
+        """BM25 over text and title, restricted by the field filters and the caller's access; None
+        when the query has no term."""
         filter_query = self._restricted(self._filter_query(filters), access)
         terms = list(dict.fromkeys(self._analyzer.analyze(query)))
-        if not terms or k <= 0:
-            return []
+        if not terms:
+            return None
         text_query = Query.boolean_query(
             [(Occur.Should, Query.term_query(self._schema, field, term)) for term in terms for field in _TEXT_FIELDS]
         )
@@ -347,46 +362,111 @@ class EmbeddedIndex:
             text_query = Query.boolean_query(
                 [(Occur.Must, text_query), (Occur.Must, Query.const_score_query(filter_query, 0.0))]
             )
-        searcher = self._searcher()
-        hits = searcher.search(text_query, limit=k).hits
-        return [self._scored(searcher.doc(address), float(score), with_vectors) for score, address in hits]
+        return text_query
 
     def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None,
         *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
     ) -> list[ScoredChunk]:
+        with self._lock:
+            self._ensure_open()
+            searcher = self._index.searcher()
+            labels, scores = self._dense_labels(searcher, vector, k, filters, access)
+            documents = self._documents_by_label(searcher, labels)
+        return [
+            self._scored(documents[label], score, with_vectors)
+            for label, score in zip(labels, scores, strict=True)
+            if label in documents
+        ]
+
+    def _dense_labels(
+        self, searcher: tantivy.Searcher, vector: np.ndarray, k: int, filters: Filters | None, access: AccessFilter | None
+    ) -> tuple[list[int], list[float]]:
+        """The ``k`` nearest readable labels and their ``(1 + cosine) / 2`` scores (under the lock)."""
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise ValueError(f"query vector has dimension {query.shape[0]}, index has {self.dim}")
         filter_query = self._filter_query(filters)
+        allowed: Callable[[int], bool] | None = None
+        k = min(k, self._live)
+        if filter_query is not None:
+            # Field filters: the exact set of matching (and readable) labels, from tantivy.
+            matching = set(self._labels_matching(searcher, self._restricted(filter_query, access)))
+            allowed = matching.__contains__
+            k = min(k, len(matching))
+        elif access is not None and not self._reads_everything(access):
+            access_of = self._access_of
+
+            def allowed(label: int) -> bool:
+                entry = access_of.get(label)
+                return entry is not None and access.allows(*entry)
+
+        if k <= 0:
+            return [], []
+        labels, distances = self._nearest(query, k, allowed)
+        # hnswlib's cosine distance is 1 - cos; (1 + cos) / 2 = 1 - distance / 2.
+        scores = np.clip(1.0 - np.asarray(distances, dtype=np.float64) / 2.0, 0.0, 1.0)
+        return labels, [float(score) for score in scores]
+
+    def _remember_access(self, label: int, record: ChunkRecord) -> None:
+        pair = (record.tenant, frozenset(record.readers))
+        self._access_of[label] = pair
+        self._access_pairs[pair] += 1
+
+    def _forget_access(self, label: int) -> None:
+        pair = self._access_of.pop(label, None)
+        if pair is not None:
+            self._access_pairs[pair] -= 1
+            if self._access_pairs[pair] <= 0:
+                del self._access_pairs[pair]
+
+    def _reads_everything(self, access: AccessFilter) -> bool:
+        """Whether ``access`` may read every live chunk, so the graph walk needs no per-node filter
+        (a Python call per visited node: a quarter of a dense search at 100k chunks). Decided over
+        the index's distinct (tenant, readers) pairs, which are few; with many, the filter runs."""
+        pairs = self._access_pairs
+        return len(pairs) <= _MAX_ACCESS_PAIRS_CHECKED and all(access.allows(*pair) for pair in pairs)
+
+    def search_hybrid(
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
+        *, access: AccessFilter | None = None, with_vectors: bool = False,
+    ) -> list[ScoredChunk]:
+        """Both lists as labels and scores, fused, and only then the documents of the fused top ``k``
+        read: reading and decoding a stored chunk (its payload, with its sentence vectors) is most of
+        a list's cost, and fusion keeps ``k`` of ``2 * candidates_per_list(k)``. The order is
+        ``min_max_fusion``'s / ``rrf_fusion``'s: score, then chunk id among equal scores (every
+        label tied with the ``k``-th is read to break ties as they do)."""
+        candidates = candidates_per_list(k)
+        text_query = self._bm25_query(query, filters, access)
         with self._lock:
             self._ensure_open()
             searcher = self._index.searcher()
-            allowed: Callable[[int], bool] | None = None
-            k = min(k, self._live)
-            if filter_query is not None:
-                # Field filters: the exact set of matching (and readable) labels, from tantivy.
-                matching = set(self._labels_matching(searcher, self._restricted(filter_query, access)))
-                allowed = matching.__contains__
-                k = min(k, len(matching))
-            elif access is not None:
-                access_of = self._access_of
-
-                def allowed(label: int) -> bool:
-                    entry = access_of.get(label)
-                    return entry is not None and access.allows(*entry)
-
-            if k <= 0:
-                return []
-            labels, distances = self._nearest(query, k, allowed)
-            documents = self._documents_by_label(searcher, labels)
-        # hnswlib's cosine distance is 1 - cos; (1 + cos) / 2 = 1 - distance / 2.
-        scores = np.clip(1.0 - np.asarray(distances, dtype=np.float64) / 2.0, 0.0, 1.0)
-        return [
-            self._scored(documents[label], float(score), with_vectors)
-            for label, score in zip(labels, scores, strict=True)
-            if label in documents
-        ]
+            labels, scores = self._dense_labels(searcher, vector, candidates, filters, access)
+            bm25 = searcher.search(text_query, limit=candidates).hits if text_query is not None else []
+            addresses = [address for _, address in bm25]
+            bm25_labels = [int(label) for label in searcher.fast_field_values("label", addresses)] if addresses else []
+            dense_list = list(zip(labels, scores, strict=True))
+            bm25_list = [(label, float(score)) for label, (score, _) in zip(bm25_labels, bm25, strict=True)]
+            if fusion.method == "rrf":
+                fused = rrf_scores(dense_list, bm25_list, fusion.rank_constant)
+            else:
+                fused = min_max_scores(dense_list, bm25_list, fusion.dense_weight)
+            ranked = sorted(fused, key=lambda label: -fused[label])
+            address_of = dict(zip(bm25_labels, addresses, strict=True))
+            documents: dict[int, tantivy.Document] = {}
+            start = 0
+            # Normally one round: the top k and their ties. More only if a label has no document.
+            while start < len(ranked) and len(documents) < k:
+                stop = min(start + k - len(documents), len(ranked))
+                while stop < len(ranked) and fused[ranked[stop]] == fused[ranked[stop - 1]]:
+                    stop += 1
+                chosen = ranked[start:stop]
+                documents.update((label, searcher.doc(address_of[label])) for label in chosen if label in address_of)
+                documents.update(self._documents_by_label(searcher, [label for label in chosen if label not in address_of]))
+                start = stop
+        hits = [self._scored(document, fused[label], with_vectors) for label, document in documents.items()]
+        hits.sort(key=lambda hit: (-hit.score, hit.chunk.chunk_id))
+        return hits[:k]
 
     def documents_with_content(self, hashes: Collection[str], *, tenant: str | None = None) -> dict[str, list[str]]:
         wanted = sorted(set(hashes))
@@ -651,12 +731,12 @@ class EmbeddedIndex:
         addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
         labels = searcher.fast_field_values("label", addresses) if addresses else []
         stored = {int(label): address for label, address in zip(labels, addresses, strict=True)}
-        self._access_of = {}
+        self._access_of, self._access_pairs = {}, Counter()
         in_entity_graph = self._entity_graph.labels()
         entity_graph_missing: list[tuple[int, ChunkRecord]] = []
         for label, address in stored.items():
             record = self._record(searcher, address)
-            self._access_of[label] = (record.tenant, frozenset(record.readers))
+            self._remember_access(label, record)
             if label not in in_entity_graph:
                 entity_graph_missing.append((label, record))
         entity_graph_stale = in_entity_graph - stored.keys()
@@ -995,17 +1075,10 @@ class EmbeddedBackend:
     ) -> list[ScoredChunk]:
         if fusion.method == "z_score":
             raise ValueError("the embedded backend fuses with min_max or rrf; z_score needs the opensearch backend")
-        # Fusion needs more candidates per list than it returns; both lists are searched concurrently.
-        candidates = candidates_per_list(k)
-        # Decoding a stored vector is a copy of bytes already read with the hit, so both lists carry
-        # them and the fused hits keep theirs. Access applies inside each list, before fusion.
-        dense, bm25 = await asyncio.gather(
-            self.search_dense(vector, candidates, filters, access=access, with_vectors=with_vectors),
-            self.search_bm25(query, candidates, filters, access=access, with_vectors=with_vectors),
+        # One thread hop: both lists, fused by label, then only the winners' documents read.
+        return await asyncio.to_thread(
+            self.index.search_hybrid, query, vector, k, filters, fusion, access=access, with_vectors=with_vectors
         )
-        if fusion.method == "rrf":
-            return rrf_fusion(dense, bm25, k, fusion.rank_constant)
-        return min_max_fusion(dense, bm25, k, fusion.dense_weight)
 
     async def graph_search(
         self, query: str, hits: list[ScoredChunk], k: int, filters: Filters | None, access: AccessFilter | None,
