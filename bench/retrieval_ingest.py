@@ -86,6 +86,15 @@ class TimedEmbedder:
             self.strings += len(texts)
 
 
+def add_ingest_arguments(parser: argparse.ArgumentParser, *, dataset: str, docs: int, out: str) -> None:
+    """The options every ingest bench takes: which documents, how many repeats, where to write."""
+    parser.add_argument("--dataset", default=dataset, choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
+    parser.add_argument("--docs", type=int, default=docs)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / out)
+
+
 async def pipeline(
     embedder: SentenceTransformerEmbedder, documents: list[Any], workdir: Path, request_size: int
 ) -> tuple[float, float, int]:
@@ -133,12 +142,8 @@ def dataset_documents(name: str, docs: int, script: str) -> tuple[Any, list[Any]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="vaswani", choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
-    parser.add_argument("--docs", type=int, default=3000)
-    parser.add_argument("--repeats", type=int, default=3)
+    add_ingest_arguments(parser, dataset="vaswani", docs=3000, out="retrieval_ingest.json")
     parser.add_argument("--request-size", type=int, default=1000, help="documents per Ingestor.ingest call")
-    parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "retrieval_ingest.json")
     args = parser.parse_args()
 
     loaded = dataset_documents(args.dataset, args.docs, "retrieval_ingest")

@@ -45,7 +45,7 @@ from rag_common.settings import EmbedderSettings
 from rag_retriever.tokens import EmbedderTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from retrieval_ingest import TimedEmbedder, dataset_documents, embed_only  # noqa: E402 - the same helpers as the ingest bench
+from retrieval_ingest import TimedEmbedder, add_ingest_arguments, dataset_documents, embed_only  # noqa: E402 - the same helpers as the ingest bench
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GOAL_OVERHEAD = 0.15
@@ -133,13 +133,9 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dataset", default="hotpotqa", choices=["vaswani", "hotpotqa", "clapnq", "mtrag-un"])
-    parser.add_argument("--docs", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=3)
+    add_ingest_arguments(parser, dataset="hotpotqa", docs=200, out="sentence_vectors.json")
     parser.add_argument("--backends", default="onnx,torch", help="EMBEDDER_BACKEND values, comma-separated")
     parser.add_argument("--modes", default="pooled,embedded", help="RETRIEVER_SENTENCE_VECTORS modes besides off")
-    parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "sentence_vectors.json")
     args = parser.parse_args()
 
     loaded = dataset_documents(args.dataset, args.docs, "sentence_vectors")
