@@ -65,6 +65,7 @@ def main() -> None:
             samples: dict[str, list[float]] = {}
             abstained = 0
             turns = 0
+            answers: list[dict[str, object]] = []  # first round's turns: what each question got
             with httpx.Client(base_url=gateway, headers=auth, timeout=300) as client:
                 for _ in range(args.rounds):
                     for conversation in CONVERSATIONS:
@@ -76,6 +77,12 @@ def main() -> None:
                             cid = body["conversation_id"]
                             turns += 1
                             abstained += body["abstained"]
+                            if len(answers) < sum(map(len, CONVERSATIONS)):
+                                answers.append({
+                                    "message": message, "refined_query": body.get("refined_query"),
+                                    "abstained": body["abstained"], "answer": body["answer"],
+                                    "citations": len(body.get("citations") or []),
+                                })
                             modes[str(body.get("answer_mode"))] = modes.get(str(body.get("answer_mode")), 0) + 1
                             for stage, ms in body["timings_ms"].items():
                                 samples.setdefault(stage, []).append(ms)
@@ -89,6 +96,7 @@ def main() -> None:
         "generator_mode": os.environ.get("GENERATOR_MODE", "(service default)"),
         "answer_modes": modes,
         "abstained": abstained,
+        "answers": answers,
         "stack_startup_s": round(startup_s, 2),
         "demo_ingest": {"seconds": round(ingest_s, 2), "documents": summary["documents"], "chunks": summary["chunks"]},
         "stages_ms": {
