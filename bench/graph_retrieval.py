@@ -161,7 +161,8 @@ def print_modes(label: str, modes: dict[str, Any]) -> None:
 
 async def demo(args: argparse.Namespace, embedder: SentenceTransformerEmbedder, workdir: Path) -> dict[str, Any]:
     print("== demo corpus (docs/*.md, real chunker and MiniLM)", flush=True)
-    settings = RetrieverSettings()
+    # The stub embedder only looks query vectors up; chunks are upserted directly, never ingested.
+    settings = RetrieverSettings(sentence_vectors="off")
     files = sorted((REPO_ROOT / "docs").glob("*.md"))
     documents = [DocumentIn(id=f.stem, title=f.stem, source=f.name, text=f.read_text(encoding="utf-8")) for f in files]
     backend = EmbeddedBackend(workdir / "demo", dim=embedder.dim, model_id=embedder.model_id)

@@ -261,17 +261,18 @@ def time_query_embedding(embedder: Any, texts: list[str]) -> list[float]:
 
 
 def measure_query_embedding(n: int, seed: int) -> dict[str, Any]:
-    from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+    from rag_common.embedders.factory import build_embedder
 
-    print("\n== query embedding (all-MiniLM-L6-v2, one query per call)", flush=True)
     rss_before = rss()
-    embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
+    embedder = build_embedder("all-MiniLM-L6-v2", device="cpu")  # EMBEDDER_BACKEND, as the retriever
+    print(f"\n== query embedding (all-MiniLM-L6-v2 on {embedder.backend}, one query per call)", flush=True)
     embedder.warm_up()
     texts, source = embedding_queries(n, seed)
     samples = time_query_embedding(embedder, texts)
     tokens = [embedder.count_tokens(text) for text in texts]
     return {
         "model": embedder.model_id,
+        "backend": embedder.backend,
         "queries": source,
         "mean_tokens": round(statistics.fmean(tokens), 1),
         "ms": summary(samples),
@@ -298,7 +299,7 @@ def print_report(result: dict[str, Any]) -> None:
     embedding = result.get("query_embedding")
     if embedding:
         print(
-            f"\nQuery embedding ({embedding['model']}, {embedding['queries']} questions, {embedding['mean_tokens']} tokens "
+            f"\nQuery embedding ({embedding['model']} on {embedding.get('backend', 'torch')}, {embedding['queries']} questions, {embedding['mean_tokens']} tokens "
             f"on average): p50 {embedding['ms']['p50']:.2f} ms, p95 {embedding['ms']['p95']:.2f} ms"
         )
     for line in result.get("goals", []):
@@ -319,7 +320,8 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
 
-    settings = RetrieverSettings()
+    # The stub embedder only looks query vectors up; chunks are upserted directly, never ingested.
+    settings = RetrieverSettings(sentence_vectors="off")
     result: dict[str, Any] = {
         "machine": {
             "cpus": os.cpu_count(),

@@ -73,6 +73,13 @@ class RecordingEmbedder:
         self.vectors.append(vectors)
         return vectors
 
+    def encode_documents_pooled(self, texts: list[str], pools: list[Any]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The ingestor's call with pooled sentence vectors (the default): the chunk vectors are kept too."""
+        vectors, pooled = self._embedder.encode_documents_pooled(texts, pools)
+        self.texts += texts
+        self.vectors.append(vectors)
+        return vectors, pooled
+
 
 async def ann_recall(retriever: Retriever, recorder: RecordingEmbedder, queries: list[str], k: int = 10) -> float:
     """Recall@k of the backend's dense search against an exact scan over the same MiniLM vectors."""
