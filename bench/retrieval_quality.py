@@ -88,8 +88,11 @@ async def ann_recall(retriever: Retriever, recorder: RecordingEmbedder, queries:
     for text in queries:
         vector = recorder.encode_queries([text])[0]
         exact = {recorder.texts[i] for i in np.argsort(-(matrix @ vector), kind="stable")[:k]}
-        found = {hit.chunk.text for hit in await retriever.backend.search_dense(vector, k)}
-        recalls.append(len(found & exact) / len(exact))
+        texts = [hit.chunk.text for hit in await retriever.backend.search_dense(vector, k)]
+        # The recorder saw the embedded strings (RETRIEVER_EMBED_TEMPLATE: context lines, then the
+        # chunk's text); a hit carries the text only.
+        found = {string for string in exact if any(text in string for text in texts)}
+        recalls.append(len(found) / len(exact))
     return float(np.mean(recalls))
 
 
