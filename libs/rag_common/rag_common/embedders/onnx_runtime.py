@@ -15,19 +15,19 @@ needs torch. Counting tokens and the truncation warning behave as in
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import numpy as np
 
-from rag_common.embedders.models import ModelNotAvailableError, resolve_model_path
+from rag_common.embedders.models import ModelNotAvailableError
+from rag_common.embedders.prefixed import PrefixedBiEncoder
 from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
 from rag_common.embedders.truncation import warn_truncation
 
 ONNX_REQUIREMENT = "onnxruntime==1.31.1 tokenizers (pip install -c requirements/constraints.txt 'rag-common[onnx]')"
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(PrefixedBiEncoder):
     backend = "onnx"
 
     def __init__(
@@ -40,17 +40,10 @@ class OnnxEmbedder:
         query_prefix: str = "",
         document_prefix: str = "",
     ) -> None:
-        self.model_id = model
-        self._path = resolve_model_path(model)
+        super().__init__(model, batch_size=batch_size, query_prefix=query_prefix, document_prefix=document_prefix)
         self._cache_dir = Path(cache_dir) if cache_dir else None
         self._threads = threads
-        self._batch_size = batch_size
-        self._query_prefix = query_prefix
-        self._document_prefix = document_prefix
         self._session = None
-        self._lock = threading.Lock()
-        self.dim = 0
-        self.max_seq_length = 0
         self.onnx_path: Path | None = None
 
     def warm_up(self) -> None:
@@ -83,10 +76,6 @@ class OnnxEmbedder:
             self._session = session
             self._run(["warm up"])
 
-    @property
-    def path(self) -> Path:
-        return self._path
-
     def _hidden(self, texts: list[str]):  # noqa: ANN202 - (token states, mask, tokenizers encodings)
         encodings = self._batch_tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
@@ -117,8 +106,7 @@ class OnnxEmbedder:
         (:mod:`rag_common.embedders.span_pooling`)."""
         if self._session is None:
             self.warm_up()
-        prefixed = [self._document_prefix + t for t in texts]
-        self.warn_truncation(prefixed)
+        prefixed = self._prefixed_documents(texts)
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         pooled: list[np.ndarray] = [np.empty((0, self.dim), dtype=np.float32)] * len(texts)
         for chosen in self._batches(prefixed):
@@ -138,14 +126,6 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return self._run(texts)
-
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self._encode([self._query_prefix + t for t in texts])
-
-    def encode_documents(self, texts: list[str]) -> np.ndarray:
-        prefixed = [self._document_prefix + t for t in texts]
-        self.warn_truncation(prefixed)
-        return self._encode(prefixed)
 
     def _plain(self):  # noqa: ANN202 - tokenizers.Tokenizer, imported lazily
         if self._session is None:

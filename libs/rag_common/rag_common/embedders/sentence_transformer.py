@@ -9,17 +9,15 @@ many of its texts exceed ``max_seq_length`` and were cut.
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
 
 import numpy as np
 
-from rag_common.embedders.models import resolve_model_path
+from rag_common.embedders.prefixed import PrefixedBiEncoder
 from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
 from rag_common.embedders.truncation import warn_truncation
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(PrefixedBiEncoder):
     backend = "torch"
 
     def __init__(
@@ -31,16 +29,9 @@ class SentenceTransformerEmbedder:
         query_prefix: str = "",
         document_prefix: str = "",
     ) -> None:
-        self.model_id = model
-        self._path = resolve_model_path(model)
+        super().__init__(model, batch_size=batch_size, query_prefix=query_prefix, document_prefix=document_prefix)
         self._device = device
-        self._batch_size = batch_size
-        self._query_prefix = query_prefix
-        self._document_prefix = document_prefix
         self._model = None
-        self._lock = threading.Lock()
-        self.dim = 0
-        self.max_seq_length = 0
 
     def warm_up(self) -> None:
         with self._lock:
@@ -68,21 +59,12 @@ class SentenceTransformerEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def encode_queries(self, texts: list[str]) -> np.ndarray:
-        return self._encode([self._query_prefix + t for t in texts])
-
-    def encode_documents(self, texts: list[str]) -> np.ndarray:
-        prefixed = [self._document_prefix + t for t in texts]
-        self.warn_truncation(prefixed)
-        return self._encode(prefixed)
-
     def encode_documents_pooled(
         self, texts: list[str], pools: list[list[Pool]]
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """:meth:`encode_documents` and each text's ``pools`` mean-pooled from the same pass
         (:mod:`rag_common.embedders.span_pooling`)."""
-        prefixed = [self._document_prefix + t for t in texts]
-        self.warn_truncation(prefixed)
+        prefixed = self._prefixed_documents(texts)
         if not texts:
             return np.zeros((0, self.model.get_embedding_dimension()), dtype=np.float32), []
         outputs = self.model.encode(
@@ -128,7 +110,3 @@ class SentenceTransformerEmbedder:
             text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
         )
         return [(int(start), int(end)) for start, end in encoded["offset_mapping"]]
-
-    @property
-    def path(self) -> Path:
-        return self._path
