@@ -28,16 +28,26 @@ def test_a_chat_turns_trace_id_is_in_every_services_log(running_stack) -> None:
     assert response.status_code == 200, response.text
     trace_id = response.headers["X-Trace-Id"]
 
+    def turn_records(path) -> list[dict]:
+        text = path.read_bytes()[offsets[name_of[path]]:].decode()
+        # Only whole lines: a service may be mid-write when we read.
+        lines = text.split("\n")[:-1]
+        return [json.loads(line) for line in lines if line.strip()]  # every line is JSON
+
+    name_of = {path: name for name, path in logs.items()}
     deadline = time.monotonic() + 10
     while True:
-        written = {name: path.read_bytes()[offsets[name]:].decode() for name, path in logs.items()}
-        # A service writes its request line once its response is sent: give the last ones a moment.
-        if all(trace_id in text for text in written.values()) or time.monotonic() > deadline:
+        written = {name: turn_records(path) for name, path in logs.items()}
+        # A service writes its request line once its response is sent, after the lines it logged
+        # while handling it: wait for every service's request line, not just any line of the turn.
+        if all(
+            any(r.get("trace_id") == trace_id and r.get("path") for r in records)
+            for records in written.values()
+        ) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
 
-    for name, text in written.items():
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]  # every line is JSON
+    for name, records in written.items():
         assert all(set(LOG_FIELDS) <= set(r) for r in records), name
         of_turn = [r for r in records if r["trace_id"] == trace_id]
         assert of_turn, f"{name} logged nothing with the turn's trace id"
