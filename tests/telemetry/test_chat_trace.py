@@ -111,6 +111,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, redis_url: str, llm_base_url
             with serve_in_thread(create_gateway(gateway)) as gateway_url:
                 ingested = httpx.post(f"{gateway_url}/v1/documents", json={"documents": DOCUMENTS}, timeout=120)
                 assert ingested.status_code == 200, ingested.text
+                # Its server spans end just after the response is sent: let them, or the first chat
+                # turn's "every span is of this turn" would see them.
+                _finished_spans(exporter, ingested.headers["X-Trace-Id"], {"gateway", "retriever"})
                 yield Stack(gateway_url, exporter, logs)
     finally:
         telemetry.remove_span_processor(processor)
@@ -125,13 +128,18 @@ def _chat_turn(stack: Stack, path: str = "/v1/chat") -> tuple[httpx.Response, li
     stack.spans.clear()
     response = httpx.post(f"{stack.gateway}{path}", json={"message": QUESTION}, timeout=600)
     assert response.status_code == 200, response.text
-    trace_id = response.headers["X-Trace-Id"]
+    return response, _finished_spans(stack.spans, response.headers["X-Trace-Id"], set(SERVICES))
+
+
+def _finished_spans(exporter: InMemorySpanExporter, trace_id: str, services: set[str]) -> list[ReadableSpan]:
+    """The finished spans once each of ``services`` has ended its server span of ``trace_id`` (or 10 s
+    have passed)."""
     deadline = time.monotonic() + 10
     while True:
-        spans = list(stack.spans.get_finished_spans())
+        spans = list(exporter.get_finished_spans())
         servers = {_service(s) for s in spans if s.kind is SpanKind.SERVER and _trace_id(s) == trace_id}
-        if servers >= set(SERVICES) or time.monotonic() > deadline:
-            return response, spans
+        if servers >= services or time.monotonic() > deadline:
+            return spans
         time.sleep(0.05)
 
 
