@@ -14,7 +14,10 @@ embedded backend in a fresh folder, the stub as its embedder; ``search_with`` fo
 Query vectors are data vectors plus noise (``--query-noise``); query texts are four topical words of
 the same document. ANN recall@10 compares ``search_dense`` with an exact numpy scan over the same
 vectors. RSS (psutil) is read before and after each build; the real MiniLM query-embedding time is
-measured last, on its own. Nothing here asserts: it prints numbers and writes JSON.
+measured last, on its own. Then the closed index is reopened as a restarted retriever opens it:
+seconds until it serves, until the background re-link sweep ends, dense latency during and after
+the sweep, and the open forced through the full per-chunk repair. Nothing here asserts: it prints
+numbers and writes JSON.
 
     .venv/bin/python bench/retrieval_latency.py [--sizes 10000,100000] [--queries 300]
         [--batch 5000] [--out bench-results/retrieval_latency.json]
@@ -42,6 +45,7 @@ from rag_eval.datasets import DatasetNotFound, load_dataset
 from rag_eval.harness import EVAL_ACCESS, embedded_settings
 from rag_eval.synthetic import SyntheticCorpus
 from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.backends.embedded import META_FILE, EmbeddedIndex
 from rag_retriever.records import ChunkRecord
 from rag_retriever.runtime import open_runtime
 from rag_retriever.settings import RetrieverSettings
@@ -201,6 +205,7 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
             recalls.append(len(found & exact) / K)
             empty_bm25 += not await backend.search_bm25(text, K)
         disk = dir_size(index_dir)
+    reopen = measure_reopen(index_dir, args.dim, settings, query_vectors)
     shutil.rmtree(index_dir, ignore_errors=True)
 
     result = {
@@ -216,12 +221,58 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
         "ann_recall_at_10": round(statistics.fmean(recalls), 4),
         "ann_recall_at_10_min": round(min(recalls), 2),
         "bm25_queries_without_hits": empty_bm25,
+        "reopen": reopen,
     }
     print(
         f"  built in {build_stats['seconds']} s ({build_stats['chunks_per_s']} chunks/s); RSS {result['rss_after_build_mib']} MiB "
         f"(+{result['rss_index_delta_mib']} MiB for the index); ANN recall@10 {result['ann_recall_at_10']}",
         flush=True,
     )
+    return result
+
+
+def measure_reopen(index_dir: Path, dim: int, settings: RetrieverSettings, query_vectors: np.ndarray) -> dict[str, Any]:
+    """Reopen the closed index as a restarted retriever does: seconds until it serves (``ready_s``),
+    until the background re-link sweep ends (``sweep_s``), dense search ms while the sweep runs and
+    after; then the same open forced through the full per-chunk repair (``full_repair_s``: a crash,
+    or an index saved before the graph state was recorded)."""
+    def open_index() -> EmbeddedIndex:
+        return EmbeddedIndex(index_dir, dim, settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search)
+
+    started = time.perf_counter()
+    index = open_index()
+    ready = time.perf_counter() - started
+    during: list[float] = []
+    try:
+        while not index.wait_for_graph_sweep(timeout=0):
+            vector = query_vectors[len(during) % len(query_vectors)]
+            t0 = time.perf_counter()
+            index.search_dense(vector, K)
+            during.append((time.perf_counter() - t0) * 1000.0)
+        swept = time.perf_counter() - started
+        after = []
+        for vector in query_vectors:
+            t0 = time.perf_counter()
+            index.search_dense(vector, K)
+            after.append((time.perf_counter() - t0) * 1000.0)
+    finally:
+        index.close()
+    meta_path = index_dir / META_FILE
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta.pop("graph_state", None)
+    meta_path.write_text(json.dumps(meta), encoding="utf-8")
+    started = time.perf_counter()
+    open_index().close()
+    full = time.perf_counter() - started
+    result = {
+        "ready_s": round(ready, 2),
+        "sweep_s": round(swept, 2),
+        "dense_ms_during_sweep": summary(during) if during else None,
+        "dense_ms_after_sweep": summary(after),
+        "full_repair_s": round(full, 2),
+    }
+    print(f"  reopened: serving after {result['ready_s']} s, sweep done after {result['sweep_s']} s; "
+          f"full repair {result['full_repair_s']} s", flush=True)
     return result
 
 
@@ -296,6 +347,15 @@ def print_report(result: dict[str, Any]) -> None:
             f"| {int(size):,} | {data['build']['seconds']} | {data['build']['chunks_per_s']} | {data['rss_after_build_mib']} "
             f"| {data['rss_index_delta_mib']} | {data['index_on_disk_mib']} | {data['ann_recall_at_10']} |"
         )
+    print("\n| chunks | reopen: serving after s | re-link sweep done s | dense p50 / p95 ms during sweep | after | full repair s |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for size, data in result["sizes"].items():
+        reopen = data["reopen"]
+        during = reopen["dense_ms_during_sweep"]
+        during_cell = f"{during['p50']:.2f} / {during['p95']:.2f}" if during else "(no sweep)"
+        after = reopen["dense_ms_after_sweep"]
+        print(f"| {int(size):,} | {reopen['ready_s']} | {reopen['sweep_s']} | {during_cell} "
+              f"| {after['p50']:.2f} / {after['p95']:.2f} | {reopen['full_repair_s']} |")
     embedding = result.get("query_embedding")
     if embedding:
         print(

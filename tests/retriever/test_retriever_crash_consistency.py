@@ -106,7 +106,10 @@ def check_recovered(index: EmbeddedIndex, acknowledged: dict[str, set[str]], in_
     assert index.graph.to_json() == rebuilt.to_json()
     assert consistency.missing_from_entity_graph == consistency.stale_in_entity_graph == 0
 
-    # The graph holds each stored chunk's own vector: a dense search for it finds it first.
+    # The graph holds each stored chunk's own vector: a dense search for it finds it first, once the
+    # open's re-link sweep has run (a clean open leaves it to the background; writes that reuse slots
+    # can leave an element no search reaches, see the re-link tests below).
+    assert index.wait_for_graph_sweep(timeout=60)
     for doc_id in actual:
         for chunk_id, vector in index.document_vectors(doc_id, tenant=TENANT).items():
             assert index.search_dense(vector, 1)[0].chunk.chunk_id == chunk_id
@@ -272,3 +275,157 @@ def test_reconcile_relinks_a_live_vector_no_search_reaches(tmp_path: Path) -> No
     _orphan_in_saved_graph(index_dir / embedded.HNSW_FILE, 17)  # the first write's labels are 0..39
 
     _assert_reopened_and_each_chunk_finds_itself(index_dir)
+
+
+def _vouch_for_the_graph_on_disk(index_dir: Path) -> None:
+    """Make ``meta.json`` vouch for the graph file as it now is: the state a clean close leaves."""
+    from rag_retriever.backends import embedded
+
+    meta = json.loads((index_dir / embedded.META_FILE).read_text())
+    graph = (index_dir / embedded.HNSW_FILE).stat()
+    meta["graph_state"] = {**meta["graph_state"], "graph_bytes": graph.st_size, "graph_mtime_ns": graph.st_mtime_ns}
+    (index_dir / embedded.META_FILE).write_text(json.dumps(meta))
+
+
+class _FullRepairs:
+    """Counts the per-chunk vector comparisons of the full repair on open (``_reconcile``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = EmbeddedIndex._wrong_graph_vectors
+
+        def counted(index, *args, **kwargs):
+            self.count += 1
+            return original(index, *args, **kwargs)
+
+        monkeypatch.setattr(EmbeddedIndex, "_wrong_graph_vectors", counted)
+
+
+def test_a_clean_reopen_trusts_the_saved_graph_and_a_replaced_graph_file_is_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a clean close ``meta.json`` vouches for the graph (tantivy's opstamp, the graph file's size
+    and mtime), so the next open skips the per-chunk repair; the first open of a graph whose file
+    changed since, or whose commit it does not know, repairs in full."""
+    from rag_retriever.backends import embedded
+
+    index_dir = tmp_path / "index"
+    repairs = _FullRepairs(monkeypatch)
+    vectors = _one_document_index(index_dir, 12, seed=3)  # a new index: no saved state yet, full repair
+    assert repairs.count == 1
+    assert json.loads((index_dir / embedded.META_FILE).read_text())["graph_state"]["tantivy_opstamp"] > 0
+
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)
+    assert repairs.count == 1  # vouched for: no per-chunk repair
+
+    # The same graph file written again (new mtime): no longer vouched for.
+    graph_file = index_dir / embedded.HNSW_FILE
+    graph_file.write_bytes(graph_file.read_bytes())
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)
+    assert repairs.count == 2
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)  # and that repair vouched for it again
+    assert repairs.count == 2
+
+    # A tantivy commit the graph has not seen (the crash between commit and graph save).
+    tantivy_meta = index_dir / embedded.TANTIVY_DIR / "meta.json"
+    committed = json.loads(tantivy_meta.read_text())
+    tantivy_meta.write_text(json.dumps({**committed, "opstamp": committed["opstamp"] + 1}))
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)
+    assert repairs.count == 3
+    assert len(vectors) == 12
+
+
+def test_a_write_whose_commit_raised_is_not_vouched_for_until_repaired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tantivy commit that raised may be on disk (see the stale-delete-file test) while the graph
+    never got its vectors: from then on ``meta.json`` vouches for no graph, even after later writes
+    that succeed, so the next open repairs in full and the chunk is found by its vector."""
+    import numpy as np
+
+    from rag_retriever.backends import embedded
+    from rag_retriever.records import ChunkRecord
+
+    index_dir = tmp_path / "index"
+    _one_document_index(index_dir, 4, seed=5)
+    rng = np.random.default_rng(9)
+
+    def unit(n: int) -> np.ndarray:
+        v = rng.standard_normal((n, DIM)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def chunk(doc_id: str) -> ChunkRecord:
+        return ChunkRecord(chunk_id=f"{doc_id}-0", doc_id=doc_id, text=f"{doc_id} text", chunk_index=0,
+                           title=doc_id, source=f"{doc_id}.txt")
+
+    class CommitsThenRaises:
+        def __init__(self, writer):
+            self._writer = writer
+
+        def commit(self):
+            self._writer.commit()
+            raise ValueError("commit raised after writing (as FileAlreadyExists did)")
+
+        def __getattr__(self, name):
+            return getattr(self._writer, name)
+
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        real_writer = index._writer
+        index._writer = CommitsThenRaises(real_writer)
+        b_vector = unit(1)
+        with pytest.raises(ValueError, match="commit raised"):
+            index.replace_documents(["b"], [chunk("b")], b_vector, tenant=TENANT)
+        index._writer = real_writer
+        index.replace_documents(["c"], [chunk("c")], unit(1), tenant=TENANT)  # succeeds, saves the graph
+    finally:
+        index.close()
+    assert "graph_state" not in json.loads((index_dir / embedded.META_FILE).read_text())
+
+    repairs = _FullRepairs(monkeypatch)
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        assert repairs.count == 1
+        assert index.consistency().consistent, index.consistency()
+        assert index.search_dense(b_vector[0], 1)[0].chunk.chunk_id == "b-0"
+    finally:
+        index.close()
+    assert "graph_state" in json.loads((index_dir / embedded.META_FILE).read_text())
+
+
+def test_the_sweep_after_a_quick_open_relinks_a_vector_no_search_reaches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Writes that reuse deleted slots can leave a live element no search reaches (the test above).
+    An open that skips the full repair still finds and re-links it, in the background: the graph is
+    orphaned here and then vouched for, as if a write had done it before a clean close."""
+    from rag_retriever.backends import embedded
+
+    index_dir = tmp_path / "index"
+    _one_document_index(index_dir, 40, seed=11)
+    _orphan_in_saved_graph(index_dir / embedded.HNSW_FILE, 17)
+    _vouch_for_the_graph_on_disk(index_dir)
+
+    repairs = _FullRepairs(monkeypatch)
+    index = EmbeddedIndex(index_dir, DIM)
+    try:
+        assert repairs.count == 0
+        assert index.wait_for_graph_sweep(timeout=60)
+        vector = index.document_vectors("a", tenant=TENANT)["a-17"]
+        assert index.search_dense(vector, 1)[0].chunk.chunk_id == "a-17"
+    finally:
+        index.close()
+    assert "re-linked 1 graph vectors no search reached" in caplog.text
+    # The sweep saved the graph it re-linked, vouched for: the next open is quick and finds a-17.
+    _assert_reopened_and_each_chunk_finds_itself(index_dir)
+    assert repairs.count == 0
+
+
+def test_close_stops_the_sweep(tmp_path: Path) -> None:
+    index_dir = tmp_path / "index"
+    _one_document_index(index_dir, 3000, seed=2)
+    index = EmbeddedIndex(index_dir, DIM)
+    sweep = index._sweep
+    assert sweep is not None
+    index.close()
+    assert not sweep.is_alive()

@@ -7,7 +7,9 @@ Tantivy is the source of truth: every chunk is stored there together with its ve
 label it has in the HNSW graph. The graph is a derived index saved next to it. On open the two are
 reconciled (labels missing from the graph are re-added from the stored vectors, labels tantivy no
 longer has are marked deleted), so a crash between the tantivy commit and the graph save loses
-nothing. Labels are never reused, which is what makes that reconciliation unambiguous. Every write
+nothing. Labels are never reused, which is what makes that reconciliation unambiguous. An open after
+a clean close skips its per-chunk checks: ``meta.json`` records the state the saved graph matches
+(``_graph_state``), and unreachable graph elements are re-linked by a background sweep. Every write
 (an upsert, a delete, an ingest request's replacement of its documents) is one tantivy commit, which
 tantivy makes atomic (segments first, then its ``meta.json`` swapped in), and the graph and this
 index's ``meta.json`` are replaced by rename: a kill -9 at any point leaves each document as it was
@@ -49,6 +51,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -105,6 +108,12 @@ _MAX_LISTED_DOCUMENTS = 65_000
 _LOOKUP_BATCH = 1000
 #: Labels per batch when reconcile compares the graph's vectors with the stored ones.
 _VERIFY_BATCH = 4096
+#: Labels per locked step of the background re-link sweep: a search waits at most one step
+#: (16 self-searches, ~5 ms at 100k chunks).
+_SWEEP_BATCH = 16
+#: Pause between two steps, outside the lock: without it the sweep takes the lock straight back
+#: (Python's locks are not fair) and searches queue behind many steps.
+_SWEEP_PAUSE_S = 0.002
 #: Distinct (tenant, readers) pairs up to which a dense search checks whether the caller reads them
 #: all (then the graph walk runs unfiltered); an index with more always filters.
 _MAX_ACCESS_PAIRS_CHECKED = 64
@@ -196,6 +205,13 @@ class EmbeddedIndex:
         self._model_id = model_id or meta.get("model_id", "")
         self._next_label = int(meta.get("next_label", 0))
 
+        #: The graph is known to hold exactly the stored chunks' vectors, so ``meta.json`` may vouch
+        #: for it (``_graph_state``). False until opened, and from a tantivy commit that raised until
+        #: a full repair.
+        self._graph_verified = False
+        self._saved_graph_state: dict[str, int] | None = meta.get("graph_state")
+        self._sweep: threading.Thread | None = None
+
         self._schema = _build_schema(FORMAT_VERSION)
         tantivy_dir = self.index_dir / TANTIVY_DIR
         self._finish_or_undo_upgrade(meta)
@@ -226,7 +242,10 @@ class EmbeddedIndex:
         self._access_of: dict[int, tuple[str, frozenset[str]]] = {}
         #: How many live labels carry each (tenant, readers) pair: ``_reads_everything`` asks these.
         self._access_pairs: Counter[tuple[str, frozenset[str]]] = Counter()
-        self._reconcile()
+        if self._saved_graph_state is not None and self._saved_graph_state == self._graph_state():
+            self._open_verified_graph()
+        else:
+            self._reconcile()
 
     # ------------------------------------------------------------------ writes
 
@@ -273,8 +292,10 @@ class EmbeddedIndex:
             except Exception:
                 self._writer.rollback()
                 # A commit that raised may still be on disk (tantivy swaps its meta.json before some of
-                # its clean-up): its labels are never handed out again, or two chunks could share one.
+                # its clean-up): its labels are never handed out again, or two chunks could share one,
+                # and the graph may lack its chunks until the next open repairs it in full.
                 self._next_label += len(rows)
+                self._graph_verified = False
                 raise
             self._next_label += len(rows)
             self._index.reload()
@@ -306,6 +327,17 @@ class EmbeddedIndex:
                 self._writer = None
                 self._hnsw = None
                 self._graph_store.close()
+        # Outside the lock: the sweep takes it for each step and stops at the first one after close.
+        self.wait_for_graph_sweep()
+
+    def wait_for_graph_sweep(self, timeout: float | None = None) -> bool:
+        """Wait for the background re-link sweep of a verified open (``_open_verified_graph``);
+        True once none is running."""
+        sweep = self._sweep
+        if sweep is not None and sweep is not threading.current_thread():
+            sweep.join(timeout)
+            return not sweep.is_alive()
+        return True
 
     # ------------------------------------------------------------------ reads
 
@@ -726,8 +758,76 @@ class EmbeddedIndex:
         graph.set_ef(self._ef_search)
         return graph
 
-    def _reconcile(self) -> None:
+    def _graph_state(self) -> dict[str, int] | None:
+        """What ties the saved graph file to the tantivy commit it reflects: tantivy's opstamp (every
+        commit raises it; merges keep it) and the graph file's size and modification time. Written to
+        ``meta.json`` after every graph save while the graph is verified; an open that finds the same
+        state skips the per-chunk repair. A crash between a commit and the graph save, a write that
+        raised, or a graph file replaced on disk all leave a different state, hence the full repair."""
+        try:
+            tantivy_meta = json.loads((self.index_dir / TANTIVY_DIR / "meta.json").read_text(encoding="utf-8"))
+            graph = (self.index_dir / HNSW_FILE).stat()
+            return {"tantivy_opstamp": int(tantivy_meta["opstamp"]), "graph_bytes": graph.st_size,
+                    "graph_mtime_ns": graph.st_mtime_ns}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _open_verified_graph(self) -> None:
+        """Open with a graph ``meta.json`` vouches for (``_graph_state``): the stored chunks are read
+        once for the access map and the entity graph, and the graph's labels are checked against them
+        (a set comparison). The per-chunk checks of ``_reconcile`` are skipped: at 100k chunks they
+        take most of a minute. Elements no search reaches are re-linked by a background sweep
+        (``_sweep_unreachable``), since writes that reuse deleted slots create them
+        (docs/reliability.md); searches are served meanwhile."""
         searcher = self._index.searcher()
+        stored = self._read_stored_chunks(searcher)
+        in_graph = {int(label) for label in self._hnsw.get_ids_list()}
+        if not stored.keys() <= in_graph:
+            logger.warning("the vector graph in %s lacks stored chunks its saved state vouched for; repairing",
+                           self.index_dir)
+            self._reconcile()
+            return
+        self._live = len(stored)
+        self._next_label = max([self._next_label, *(label + 1 for label in in_graph)])
+        self._graph_verified = True
+        if stored:
+            self._sweep = threading.Thread(
+                target=self._sweep_unreachable, args=(sorted(stored),), name="hnsw-relink-sweep", daemon=True
+            )
+            self._sweep.start()
+
+    def _sweep_unreachable(self, labels: list[int]) -> None:
+        """Re-link the live ones of ``labels`` that no search reaches, ``_SWEEP_BATCH`` at a time under
+        the lock (searches interleave); save the graph at the end if any were."""
+        relinked = 0
+        try:
+            for start in range(0, len(labels), _SWEEP_BATCH):
+                with self._lock:
+                    if self._closed:
+                        return
+                    live = [label for label in labels[start : start + _SWEEP_BATCH] if label in self._access_of]
+                    relinked += self._relink(self._unreachable(live)) if live else 0
+                time.sleep(_SWEEP_PAUSE_S)
+            with self._lock:
+                if relinked and not self._closed:
+                    logger.warning("re-linked %d graph vectors no search reached in %s (the sweep after opening)",
+                                   relinked, self.index_dir)
+                    self._save_graph()
+        except Exception:
+            # The sweep only improves the graph; a failure leaves it as it was opened.
+            logger.exception("the re-link sweep of %s failed", self.index_dir)
+
+    def _relink(self, labels: list[int]) -> int:
+        """Update ``labels`` (live in the graph) in place with their own vectors, which gives each
+        neighbours that link back; returns how many."""
+        if labels:
+            vectors = np.asarray(self._hnsw.get_items(labels, return_type="numpy"), dtype=np.float32)
+            self._hnsw.add_items(vectors, labels, num_threads=1, replace_deleted=False)
+        return len(labels)
+
+    def _read_stored_chunks(self, searcher: tantivy.Searcher) -> dict[int, tantivy.DocAddress]:
+        """Every stored chunk's label -> address; rebuilds the access map from them and brings the
+        entity graph in step (chunks it lacks added, chunks tantivy no longer has dropped)."""
         addresses = self._all_hits(searcher, Query.all_query()) if searcher.num_docs else []
         labels = searcher.fast_field_values("label", addresses) if addresses else []
         stored = {int(label): address for label, address in zip(labels, addresses, strict=True)}
@@ -755,6 +855,14 @@ class EmbeddedIndex:
             else:
                 self._graph_store.replace_all(self._entity_graph)
             self._entity_graph_loaded = True
+        return stored
+
+    def _reconcile(self) -> None:
+        """The full repair: bring the vector graph in step with the stored chunks, element by element
+        (on open without a state ``meta.json`` vouches for, and after a failed graph or entity-graph
+        update). Ends verified, so the next open can skip it."""
+        searcher = self._index.searcher()
+        stored = self._read_stored_chunks(searcher)
         in_graph = {int(label) for label in self._hnsw.get_ids_list()}
         changed = not (self.index_dir / HNSW_FILE).exists()
         for label in in_graph - stored.keys():
@@ -803,12 +911,14 @@ class EmbeddedIndex:
             # its own slot) links it again: it selects neighbours and they link back.
             logger.warning("re-linking %d graph vectors no search reaches in %s: %s",
                            len(unreachable), self.index_dir, unreachable)
-            vectors = np.asarray(self._hnsw.get_items(unreachable, return_type="numpy"), dtype=np.float32)
-            self._hnsw.add_items(vectors, unreachable, num_threads=1, replace_deleted=False)
+            self._relink(unreachable)
             changed = True
         self._next_label = max([self._next_label, *(label + 1 for label in stored), *(label + 1 for label in in_graph)])
+        self._graph_verified = True
         if changed:
             self._save_graph()
+        elif self._saved_graph_state != self._graph_state():
+            self._write_meta()  # vouch for the graph as it is, so the next open is the quick one
 
     def _wrong_graph_vectors(
         self, searcher: tantivy.Searcher, stored: dict[int, tantivy.DocAddress], labels: list[int]
@@ -1003,6 +1113,11 @@ class EmbeddedIndex:
             "model_id": self._model_id,
             "next_label": self._next_label,
         }
+        # Only for a verified graph (never by the format upgrade, which runs before the open's check).
+        state = self._graph_state() if self._graph_verified else None
+        if state is not None:
+            meta["graph_state"] = state
+        self._saved_graph_state = state
         _write_atomically(
             self.index_dir / META_FILE, lambda tmp: tmp.write_text(json.dumps(meta, indent=2), encoding="utf-8")
         )
