@@ -28,16 +28,15 @@ def test_a_chat_turns_trace_id_is_in_every_services_log(running_stack) -> None:
     assert response.status_code == 200, response.text
     trace_id = response.headers["X-Trace-Id"]
 
-    def turn_records(path) -> list[dict]:
-        text = path.read_bytes()[offsets[name_of[path]]:].decode()
+    def turn_records(name: str) -> list[dict]:
+        text = logs[name].read_bytes()[offsets[name]:].decode()
         # Only whole lines: a service may be mid-write when we read.
         lines = text.split("\n")[:-1]
         return [json.loads(line) for line in lines if line.strip()]  # every line is JSON
 
-    name_of = {path: name for name, path in logs.items()}
     deadline = time.monotonic() + 10
     while True:
-        written = {name: turn_records(path) for name, path in logs.items()}
+        written = {name: turn_records(name) for name in logs}
         # A service writes its request line once its response is sent, after the lines it logged
         # while handling it: wait for every service's request line, not just any line of the turn.
         if all(
