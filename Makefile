@@ -50,6 +50,7 @@ bench: setup
 	$(PY) bench/retrieval_latency.py
 	$(PY) bench/retrieval_acl_latency.py
 	$(PY) bench/retrieval_ingest.py
+	$(PY) bench/ingest_scaling.py
 	$(PY) bench/graph_retrieval.py
 	$(PY) bench/sentence_vectors.py
 	$(PY) bench/sentence_vectors_answers.py

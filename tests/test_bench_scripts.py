@@ -35,6 +35,28 @@ def test_stage_benchmark_runs_on_a_tiny_size(tmp_path: Path) -> None:
     assert 0 < row["diffusion_p50_ms"] <= row["diffusion_p95_ms"] and 0 < row["gmmr_p50_ms"] <= row["gmmr_p95_ms"]
 
 
+def test_ingest_scaling_benchmark_runs_on_tiny_sizes(tmp_path: Path) -> None:
+    """bench/ingest_scaling.py end to end on tiny documents: its children ingest through the runtime
+    (process isolation, the default), its retriever server answers searches during an ingest."""
+    out = tmp_path / "ingest_scaling.json"
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "ingest_scaling.py"), "--sizes", "0.01,0.02", "--latency-mb", "0.01",
+         "--idle-s", "2", "--max-queries", "20", "--corpus-docs", "5", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert [row["size_mib"] for row in report["scaling"]] == [0.01, 0.02]
+    for row in report["scaling"]:
+        assert row["chunks"] > 0 and row["seconds"] > 0 and row["cpu_s"] > 0 and row["isolation"] == "process"
+        assert row["peak_rss_mib"] > 0 and row["worker_peak_rss_mib"] > 0
+    assert set(report["linear"]) == {"seconds_per_mib", "cpu_s_per_mib"}
+    latency = report["latency"]
+    assert latency["ingest"]["status"] == 200 and latency["ingest"]["chunks"] > 0
+    assert latency["idle"]["queries"] > 0 and latency["idle"]["errors"] == 0
+    assert latency["during_ingest"]["errors"] == 0
+
+
 def test_load_benchmark_counts_against_a_stand_in_gateway(tmp_path: Path) -> None:
     """The counting rules of bench/chat_load.py, against a stand-in gateway (``--gateway``): a follow-up
     is sent only after a 200 first turn, a conversation is completed when both turns are 200, a 503 with

@@ -9,29 +9,14 @@ from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
 from rag_common.schemas import ChatRequest, GmmrSpec, RerankRequest, SearchRequest
-from rag_gateway.app import create_app as create_gateway
 from rag_gateway.openai_compat import ChatCompletionRequest
-from rag_generator.app import create_app as create_generator
-from rag_refiner.app import create_app as create_refiner
-from rag_reranker.app import create_app as create_reranker
-from rag_retriever.app import create_app as create_retriever
 
-from gateway.support import gateway_settings
+from service_apps import build_service_apps
 
 
 @pytest.fixture(scope="module")
 def apps(tmp_path_factory) -> dict[str, FastAPI]:
-    # Building an app opens nothing (the runtime opens in the lifespan), so the documents are cheap.
-    from rag_retriever.settings import RetrieverSettings
-
-    data = tmp_path_factory.mktemp("openapi")
-    return {
-        "gateway": create_gateway(gateway_settings("redis://127.0.0.1:1", "http://127.0.0.1:1")),
-        "retriever": create_retriever(RetrieverSettings(data_dir=data)),
-        "reranker": create_reranker(),
-        "refiner": create_refiner(),
-        "generator": create_generator(),
-    }
+    return build_service_apps(tmp_path_factory.mktemp("openapi"))
 
 
 def _operations(app: FastAPI):

@@ -34,6 +34,8 @@ from rag_common.schemas import (
     GenerateRequest,
     GenerateResponse,
     Passage,
+    ReadableRequest,
+    ReadableResponse,
     RefineRequest,
     RefineResponse,
     RerankRequest,
@@ -74,6 +76,9 @@ def _pieces(text: str) -> list[str]:
 
 #: The ``X-RAG-Identity`` of each search the fake retriever received, decoded (None when absent).
 SEARCH_IDENTITIES: list[Identity | None] = []
+#: Document ids the fake retriever's readable check answers as not readable (by anyone), as after an
+#: ACL change or a deletion; the search still cites them (they were readable when the turn was asked).
+UNREADABLE_DOCUMENTS: set[str] = set()
 
 
 def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
@@ -125,6 +130,11 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
         ]
         query_embedding = [1.0, 0.0] if body.include_embeddings else None
         return SearchResponse(passages=passages, mode=body.mode, query_embedding=query_embedding)
+
+    @app.post("/v1/documents/readable")
+    async def readable(body: ReadableRequest) -> ReadableResponse:
+        calls.append(("readable", body.model_dump()))
+        return ReadableResponse(doc_ids=sorted(set(body.doc_ids) - UNREADABLE_DOCUMENTS))
 
     @app.post("/v1/rerank")
     async def rerank(body: RerankRequest) -> RerankResponse:

@@ -38,10 +38,14 @@ def test_two_turns_flow_through_every_stage_and_are_stored(client: TestClient, f
     calls.clear()
     second = client.post("/v1/chat", json={"conversation_id": cid, "message": "When was it founded?", "top_k": 2})
     assert second.status_code == 200, second.text
-    refine_body = calls[0][1]
+    # The history is shown to the models only as the caller may read it now: asked of the retriever.
+    assert [name for name, _ in calls] == ["readable", "refine", "search", "rerank", "generate"]
+    sources = [client.get(f"/v1/conversations/{cid}/sources/{c['chunk_id']}").json() for c in body["citations"]]
+    assert calls[0][1] == {"doc_ids": sorted({source["doc_id"] for source in sources})}
+    refine_body = calls[1][1]
     assert refine_body["history"] == [{"question": "What is Acme?", "answer": body["answer"]}]
     assert second.json()["refined_query"] == "When was it founded? (What is Acme?)"
-    assert len(calls[3][1]["passages"]) == 2
+    assert len(calls[4][1]["passages"]) == 2
 
     stored = client.get(f"/v1/conversations/{cid}").json()
     assert [t["message"] for t in stored["turns"]] == ["What is Acme?", "When was it founded?"]

@@ -64,7 +64,7 @@ def test_meta_lists_the_earlier_questions_from_the_store(client: TestClient, fak
     assert body["intent"] == "meta"
     # Small talk is left out; the questions are the user's own words, in order.
     assert body["answer"] == "So far in this conversation you asked:\n1. What is Acme?\n2. Who founded it?"
-    assert _names(calls) == ["refine"]
+    assert _names(calls) == ["readable", "refine"]  # the history's readable check, then no search
     turns = client.get(f"/v1/conversations/{cid}").json()["turns"]
     assert [t["intent"] for t in turns] == ["rag", "chitchat", "rag", "meta"]
 

@@ -80,7 +80,15 @@ def test_document_id_is_forwarded_as_one_encoded_segment(gateway, public_path: s
     assert retriever.requests == [("DELETE", forwarded_path, b"")]
 
 
-@pytest.mark.parametrize("encoded", ["%01", "%09", "%0D", "%7F", "a%00b", "%C2%85", "%2E%2E", "%2E", "%20%20"])
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        "%01", "%09", "%0D", "%7F", "a%00b", "%C2%85", "%2E%2E", "%2E", "%20%20",
+        # Issue 29: a newline was a 404 ("%0A") or the id without it ("abc%0A" named "abc"); format
+        # characters (zero-width space, bidi override, BOM, soft hyphen) were accepted.
+        "%0A", "abc%0A", "a%0Ab", "%E2%80%8B", "report%E2%80%AEfdp.exe", "%EF%BB%BFid", "x%C2%AD",
+    ],
+)
 def test_an_invalid_document_id_is_a_422_that_reaches_nobody(gateway, encoded: str) -> None:
     client, retriever = gateway
     response = client.delete(f"/v1/documents/{encoded}")

@@ -13,8 +13,10 @@ from redis.asyncio import Redis
 
 from rag_common.schemas import SourceChunk, Turn
 from rag_gateway.app import create_app
+from rag_gateway.settings import GatewaySettings
 from rag_gateway.conversation_store import INDEX_PREFIX, SOURCES_PREFIX, ConversationStore, owned_conversation
 
+from .fake_services import UNREADABLE_DOCUMENTS
 from .support import gateway_settings
 
 
@@ -77,6 +79,55 @@ def test_a_chat_turn_is_listed_and_its_cited_chunks_are_served_with_their_offset
     assert client.get(f"/v1/conversations/{cid}/sources/not-cited").status_code == 404
     assert client.get("/v1/conversations/unknown/sources/x").status_code == 404
     assert body["abstain_reason"] == ""
+
+
+def test_a_source_or_answer_of_a_document_no_longer_readable_is_withheld(client: TestClient) -> None:
+    """Issue 29: what a stored conversation shows follows the documents' access now. After the cited
+    document's ACL stops naming the caller (or it is deleted), its source is a 404 and the turn's
+    answer is withheld with its citations; the other turns stay whole."""
+    first = client.post("/v1/chat", json={"message": "What is Acme?"}).json()
+    cid = first["conversation_id"]
+    client.post("/v1/chat", json={"conversation_id": cid, "message": "hello"})  # chitchat: cites nothing
+    [cited, *_] = first["citations"]
+    source_path = f"/v1/conversations/{cid}/sources/{quote(cited['chunk_id'], safe='')}"
+    doc_id = client.get(source_path).json()["doc_id"]
+    assert client.get(f"/v1/conversations/{cid}").json()["turns"][0]["answer"] == first["answer"]
+
+    UNREADABLE_DOCUMENTS.add(doc_id)
+    try:
+        assert client.get(source_path).status_code == 404
+        turns = client.get(f"/v1/conversations/{cid}").json()["turns"]
+        assert turns[0]["answer"] == GatewaySettings.model_fields["withheld_answer_reply"].default
+        assert turns[0]["citations"] == [] and turns[0]["message"] == "What is Acme?"
+        assert first["answer"] not in client.get(f"/v1/conversations/{cid}").text
+        assert turns[1]["answer"] and turns[1]["intent"] == "chitchat"
+    finally:
+        UNREADABLE_DOCUMENTS.discard(doc_id)
+    assert client.get(source_path).status_code == 200
+
+
+def test_the_history_of_a_follow_up_withholds_an_answer_no_longer_readable(client: TestClient, fake_services) -> None:
+    """The models get the earlier turns as the caller may see them now: a generative answer must not
+    repeat a quote of a document the caller can no longer read."""
+    _, calls = fake_services
+    first = client.post("/v1/chat", json={"message": "What is Acme?"}).json()
+    cid = first["conversation_id"]
+    [doc_id] = {
+        client.get(f"/v1/conversations/{cid}/sources/{quote(c['chunk_id'], safe='')}").json()["doc_id"]
+        for c in first["citations"][:1]
+    }
+    UNREADABLE_DOCUMENTS.add(doc_id)
+    try:
+        calls.clear()
+        follow_up = client.post("/v1/chat", json={"conversation_id": cid, "message": "When was it founded?"})
+        assert follow_up.status_code == 200, follow_up.text
+    finally:
+        UNREADABLE_DOCUMENTS.discard(doc_id)
+    [refine] = [body for name, body in calls if name == "refine"]
+    withheld = GatewaySettings.model_fields["withheld_answer_reply"].default
+    assert refine["history"] == [{"question": "What is Acme?", "answer": withheld}]
+    [generate] = [body for name, body in calls if name == "generate"]
+    assert first["answer"] not in str(generate["history"])
 
 
 def test_the_page_and_its_script_are_served_under_a_strict_csp(client: TestClient) -> None:

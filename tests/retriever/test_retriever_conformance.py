@@ -393,6 +393,42 @@ async def test_two_tenants_may_hold_the_same_document_id(backend: SearchBackend,
     assert [info.doc_id for info in await backend.list_documents(tenant="globex")] == ["README.md"]
 
 
+async def test_the_document_view_lists_readers_and_hides_unreadable_documents(backend: SearchBackend, embedder):
+    """What the write rule and the listings read (issue 29): each document's readers, and the list and
+    the content lookup within an access filter (a filter hiding everything must not pass: the
+    readable ones are asserted present)."""
+    documents = {
+        "payroll": ("Payroll bands of the geology department.", ["group:finance"], "acme"),
+        "memo": ("A memo to ann about the geology field trip.", ["user:ann"], "acme"),
+        "handbook": ("The geology department handbook.", ["*"], "acme"),
+        "nobody": ("A document whose ACL names no one.", [], "acme"),
+        "globex-payroll": ("Globex payroll bands.", ["group:finance"], "globex"),
+    }
+    chunks = [
+        dataclasses.replace(chunk(doc_id, 0, text), readers=readers, tenant=tenant, content_hash="same")
+        for doc_id, (text, readers, tenant) in documents.items()
+    ]
+    await backend.upsert(chunks, embedder.encode_documents([text for text, _, _ in documents.values()]))
+
+    assert await backend.document_readers(["payroll", "memo", "handbook", "nobody", "unknown"], tenant="acme") == {
+        "payroll": ["group:finance"], "memo": ["user:ann"], "handbook": ["*"], "nobody": [],
+    }
+    assert await backend.document_readers(["globex-payroll", "payroll"], tenant="globex") == {
+        "globex-payroll": ["group:finance"]
+    }
+    finance = AccessFilter("acme", ("*", "user:bob", "group:finance"))
+    ann = AccessFilter("acme", ("*", "user:ann"))
+    listed = lambda found: [info.doc_id for info in found]  # noqa: E731
+    assert listed(await backend.list_documents(tenant="acme", access=finance)) == ["handbook", "payroll"]
+    assert listed(await backend.list_documents(tenant="acme", access=ann)) == ["handbook", "memo"]
+    assert listed(await backend.list_documents(tenant="acme")) == ["handbook", "memo", "nobody", "payroll"]
+    assert await backend.documents_with_content(["same"], tenant="acme", access=finance) == {"same": ["handbook", "payroll"]}
+    assert await backend.documents_with_content(["same"], tenant="acme", access=ann) == {"same": ["handbook", "memo"]}
+    outsider = AccessFilter("acme", ("*", "user:eve"))
+    assert await backend.documents_with_content(["same"], tenant="acme", access=AccessFilter("acme", ("user:eve",))) == {}
+    assert listed(await backend.list_documents(tenant="acme", access=outsider)) == ["handbook"]
+
+
 async def test_a_group_only_document_is_found_by_the_group_and_by_no_one_else(backend: SearchBackend, embedder):
     documents = {
         "payroll": ("Payroll bands of the geology department for next year.", ["group:finance"]),

@@ -14,6 +14,7 @@ import hashlib
 import pytest
 
 from rag_common.schemas import DocumentIn, DuplicateContent
+from rag_retriever.document_access import ContentDigest, DocumentAccess
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor, to_source_document
@@ -54,7 +55,7 @@ be lifted off the pump casing.
 @pytest.fixture
 def service_ingestor(backend: EmbeddedBackend, embedder, tokenizer) -> Ingestor:
     """The ingestor with the service's default chunk sizes."""
-    return Ingestor(backend, embedder, Chunker(tokenizer), ReadWriteLock())
+    return Ingestor(backend, embedder, Chunker(tokenizer), ReadWriteLock(), digest=DIGEST)
 
 
 async def stored_chunks(backend: EmbeddedBackend, embedder, doc_id: str) -> list[tuple[list[str], str]]:
@@ -102,6 +103,17 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: The key of the shown hashes in these tests.
+DIGEST = ContentDigest(b"content identity test key")
+
+
+def shown(text: str, tenant: str = "default") -> str:
+    """The ``content_hash`` the API shows for ``text`` in ``tenant``: a keyed digest, never the sha256."""
+    digest = DIGEST.digest(tenant, sha256(text))
+    assert digest is not None and digest != sha256(text)
+    return digest
+
+
 async def listed_hashes(backend: EmbeddedBackend) -> dict[str, str | None]:
     return {info.doc_id: info.content_hash for info in await backend.list_documents()}
 
@@ -127,7 +139,7 @@ async def test_the_same_content_under_another_id_is_reported_not_refused(service
     [json_id] = posted.doc_ids
     assert posted.documents == 1  # written all the same: a user may want two ids
     assert posted.duplicates == [
-        DuplicateContent(doc_id=json_id, content_hash=sha256(RUNBOOK.strip()), duplicate_of=["runbook.md"])
+        DuplicateContent(doc_id=json_id, content_hash=shown(RUNBOOK.strip()), duplicate_of=["runbook.md"])
     ]
     assert set(await listed_hashes(backend)) == {"runbook.md", json_id}
 
@@ -143,7 +155,7 @@ async def test_duplicates_within_one_request_are_reported_for_each(service_inges
         ]
     )
     assert result.doc_ids == ["a", "unrelated", "b", "c"]
-    digest = sha256(text)
+    digest = shown(text)
     assert result.duplicates == [
         DuplicateContent(doc_id="a", content_hash=digest, duplicate_of=["b", "c"]),
         DuplicateContent(doc_id="b", content_hash=digest, duplicate_of=["a", "c"]),
@@ -153,11 +165,11 @@ async def test_duplicates_within_one_request_are_reported_for_each(service_inges
 
 async def test_duplicates_are_found_within_the_callers_tenant_only(service_ingestor):
     text = "The cooling tower fan runs at 1450 rpm. Its belt is checked every week."
-    await service_ingestor.ingest([DocumentIn(id="theirs", text=text)], tenant="globex")
-    result = await service_ingestor.ingest([DocumentIn(id="mine", text=text)], tenant="acme")
+    await service_ingestor.ingest([DocumentIn(id="theirs", text=text)], access=DocumentAccess.managing("globex"))
+    result = await service_ingestor.ingest([DocumentIn(id="mine", text=text)], access=DocumentAccess.managing("acme"))
     assert result.duplicates == []
-    again = await service_ingestor.ingest([DocumentIn(id="mine-too", text=text)], tenant="acme")
-    assert again.duplicates == [DuplicateContent(doc_id="mine-too", content_hash=sha256(text), duplicate_of=["mine"])]
+    again = await service_ingestor.ingest([DocumentIn(id="mine-too", text=text)], access=DocumentAccess.managing("acme"))
+    assert again.duplicates == [DuplicateContent(doc_id="mine-too", content_hash=shown(text, "acme"), duplicate_of=["mine"])]
 
 
 async def test_reingesting_a_document_is_not_its_own_duplicate(service_ingestor):
@@ -183,7 +195,7 @@ async def test_a_document_whose_content_changed_no_longer_counts_under_its_old_h
         [DocumentIn(id="new", text="# Only a heading"), DocumentIn(id="third", text=text)]
     )
     assert [f.name for f in failed.failed] == ["new"]
-    assert failed.duplicates == [DuplicateContent(doc_id="third", content_hash=sha256(text), duplicate_of=["new"])]
+    assert failed.duplicates == [DuplicateContent(doc_id="third", content_hash=shown(text), duplicate_of=["new"])]
 
 
 def test_normalising_keeps_the_page_breaks_of_a_pdf_with_an_empty_first_page(tokenizer):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
+from rag_retriever.document_access import DocumentAccess
 from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import EmbeddedBackend
@@ -101,7 +102,7 @@ EVERYONE = AccessFilter("default", ("*",))
 async def _ingested(path: Path, embedder, tokenizer, documents) -> tuple[EmbeddedBackend, ReadWriteLock]:
     backend = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
     lock = ReadWriteLock()
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, tenant="default")
+    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, access=DocumentAccess.managing("default"))
     return backend, lock
 
 
@@ -122,7 +123,7 @@ async def test_graph_is_built_at_ingestion_incremental_and_persisted(tmp_path, e
 
     # Re-ingesting a changed document replaces its part of the graph, and only its part.
     changed = BRIDGE[0].model_copy(update={"text": "Kiss and Tell is a 1945 film starring Jean Arthur."})
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], tenant="default")
+    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], access=DocumentAccess.managing("default"))
     kiss = _label(graph, "kiss-and-tell")
     assert "jean arthur" in graph.nodes[kiss].entities
     assert "corliss archer" not in graph.entity_chunks
@@ -157,7 +158,7 @@ async def test_a_write_stores_only_its_own_rows_and_a_restart_reads_them(tmp_pat
     monkeypatch.setattr(GraphStore, "apply", apply)
     old = _label(backend.index.graph, "kiss-and-tell")
     changed = BRIDGE[0].model_copy(update={"text": "Kiss and Tell is a 1945 film starring Jean Arthur."})
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], tenant="default")
+    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], access=DocumentAccess.managing("default"))
     new = _label(backend.index.graph, "kiss-and-tell")
     assert written == [([old], [new])]  # one row out, one in: not the other nine documents' rows
     await backend.delete_document("film-3", tenant="default")

@@ -14,6 +14,7 @@ from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from rag_common.schemas import DocumentIn
 from rag_retriever.app import create_app
 from rag_retriever.embed_template import EmbedTemplate
+from rag_retriever.runtime import content_digest
 from rag_retriever.settings import RetrieverSettings
 
 UPLOAD_LIMIT_MB = 0.01  # 10 KiB, so the size check is cheap to exercise
@@ -152,7 +153,8 @@ def test_an_upload_acl_limits_who_finds_its_files_and_a_json_files_own_acl_wins(
     assert readable(tenant="globex", user="ann", groups=("finance",)) == set()
 
     # Uploaded again without the field: everyone in the tenant reads it, nothing re-embedded.
-    again = client.post("/v1/documents/upload", files=files[:1])
+    # (By a reader: only one may replace it.)
+    again = client.post("/v1/documents/upload", files=files[:1], headers=identity_header(user="ann", groups=("finance",)))
     assert again.json()["documents"] == 1
     assert readable(user="carl", groups=("sales",)) == {"payroll.md"}
 
@@ -176,7 +178,10 @@ def test_upload_without_files_is_422(client):
 def test_list_and_delete_documents(client, corpus):
     listed = client.get("/v1/documents").json()["documents"]
     [jazz_text] = [text for doc_id, _, _, text in corpus if doc_id == "jazz"]
-    content_hash = hashlib.sha256(jazz_text.encode()).hexdigest()
+    plain = hashlib.sha256(jazz_text.encode()).hexdigest()
+    # Shown keyed by the retriever's key file (created in the index directory), never the plain sha256.
+    content_hash = content_digest(client.app.state.runtime.settings).digest("acme", plain)
+    assert content_hash != plain
     jazz = {"doc_id": "jazz", "title": "Jazz improvisation", "source": "jazz.txt", "chunks": 1, "content_hash": content_hash}
     assert jazz in listed
 
@@ -281,7 +286,8 @@ def test_a_document_with_an_acl_is_found_only_by_its_readers(client):
     assert [p["doc_id"] for p in client.post("/v1/search", json=request, headers=hr).json()["passages"]] == ["salaries"]
     assert "salaries" not in [p["doc_id"] for p in client.post("/v1/search", json=request).json()["passages"]]
     named = {**secret, "acl": {"users": ["ann"]}}  # the ACL changes, the text does not
-    assert client.post("/v1/documents", json={"documents": [named]}).json()["documents"] == 1
+    # Only a reader may change it (ann cannot read it yet: tests/retriever/test_retriever_document_access.py).
+    assert client.post("/v1/documents", json={"documents": [named]}, headers=hr).json()["documents"] == 1
     assert [p["doc_id"] for p in client.post("/v1/search", json=request).json()["passages"]] == ["salaries"]
     assert client.post("/v1/search", json=request, headers=hr).json()["passages"] == []
 

@@ -7,6 +7,7 @@ import pytest
 from pydantic import ValidationError
 from rag_common.errors import InvalidInput
 from rag_common.schemas import DocumentAcl, DocumentIn, IngestFailure
+from rag_retriever.document_access import DocumentAccess
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor, default_doc_id
@@ -62,14 +63,14 @@ async def test_a_metadata_only_change_is_not_skipped(ingestor, backend):
 async def test_an_acl_only_change_updates_the_readers_without_re_embedding(backend, counting_embedder, tokenizer):
     counting = counting_embedder
     ingestor = Ingestor(backend, counting, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
-    first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], tenant="acme")
+    first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], access=DocumentAccess.managing("acme"))
     assert counting.texts == first.chunks > 2
     before = await backend.document_vectors("runbook", tenant="acme")
     ops, others = AccessFilter("acme", ("*", "user:ann", "group:ops")), AccessFilter("acme", ("*", "user:bob"))
     assert len(await backend.search_bm25("deployment runbook", k=50, access=others)) == first.chunks
 
     acl = DocumentAcl(groups=["ops"])
-    second = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT, acl=acl)], tenant="acme")
+    second = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT, acl=acl)], access=DocumentAccess.managing("acme"))
     assert (second.documents, second.chunks, second.skipped) == (1, first.chunks, 0)
     assert counting.texts == first.chunks  # nothing embedded again
     after = await backend.document_vectors("runbook", tenant="acme")
@@ -80,27 +81,27 @@ async def test_an_acl_only_change_updates_the_readers_without_re_embedding(backe
     assert len(readable) == first.chunks
     assert {tuple(hit.chunk.readers) for hit in readable} == {("group:ops",)}
     # The same ACL again is unchanged; dropping it makes the document everyone's again.
-    assert (await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT, acl=acl)], tenant="acme")).skipped == 1
-    await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], tenant="acme")
+    assert (await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT, acl=acl)], access=DocumentAccess.managing("acme"))).skipped == 1
+    await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], access=DocumentAccess.managing("acme"))
     assert len(await backend.search_bm25("deployment runbook", k=50, access=others)) == first.chunks
     assert counting.texts == first.chunks
 
 
 async def test_documents_are_identified_by_tenant_and_id(ingestor, backend):
-    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds rockets.")], tenant="acme")
-    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds rockets.")], tenant="globex")
+    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds rockets.")], access=DocumentAccess.managing("acme"))
+    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds rockets.")], access=DocumentAccess.managing("globex"))
     acme, globex = AccessFilter("acme", ("*",)), AccessFilter("globex", ("*",))
     assert await backend.document_chunk_ids("README.md", tenant="acme") != await backend.document_chunk_ids(
         "README.md", tenant="globex"
     )
     # Changing one tenant's document leaves the other's alone.
-    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds anvils.")], tenant="acme")
+    await ingestor.ingest([DocumentIn(id="README.md", text="Acme builds anvils.")], access=DocumentAccess.managing("acme"))
     assert [hit.chunk.text for hit in await backend.search_bm25("acme", k=5, access=globex)] == ["Acme builds rockets."]
     assert [hit.chunk.text for hit in await backend.search_bm25("acme", k=5, access=acme)] == ["Acme builds anvils."]
     assert [hit.chunk.tenant for hit in await backend.search_bm25("acme", k=5, access=acme)] == ["acme"]
     # Deleting is within the tenant: another tenant's id is not found.
-    assert await ingestor.delete("README.md", tenant="initech") == 0
-    assert await ingestor.delete("README.md", tenant="acme") == 1
+    assert await ingestor.delete("README.md", access=DocumentAccess.managing("initech")) == 0
+    assert await ingestor.delete("README.md", access=DocumentAccess.managing("acme")) == 1
     assert await backend.search_bm25("acme", k=5, access=acme) == []
     assert len(await backend.search_bm25("acme", k=5, access=globex)) == 1
     assert [info.doc_id for info in await backend.list_documents(tenant="globex")] == ["README.md"]
@@ -114,9 +115,9 @@ async def test_a_document_claiming_another_tenant_refuses_the_request(ingestor, 
         DocumentIn(id="theirs", text="Theirs.", metadata={"tenant": "globex"}),
     ]
     with pytest.raises(InvalidInput, match="metadata.tenant of theirs is not the caller's tenant 'acme'"):
-        await ingestor.ingest(documents, tenant="acme")
+        await ingestor.ingest(documents, access=DocumentAccess.managing("acme"))
     assert await backend.count() == 0
-    result = await ingestor.ingest(documents[:2], tenant="acme")
+    result = await ingestor.ingest(documents[:2], access=DocumentAccess.managing("acme"))
     assert result.doc_ids == ["fine", "mine"]
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
+from rag_retriever.document_access import DocumentAccess
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker
@@ -151,7 +152,7 @@ ANN = AccessFilter("default", ("*", "user:ann"))
 async def service(tmp_path: Path, embedder, tokenizer) -> SearchService:
     backend = EmbeddedBackend(tmp_path / "index", dim=embedder.dim, model_id=embedder.model_id)
     lock = ReadWriteLock()
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(BRIDGE, tenant="default")
+    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(BRIDGE, access=DocumentAccess.managing("default"))
     yield SearchService(backend, embedder, lock, graph=GraphDefaults())
     await backend.close()
 

@@ -43,3 +43,47 @@ async def test_a_cancelled_writer_does_not_block_readers():
     async with asyncio.timeout(1):
         async with lock.read():
             pass
+
+
+async def test_a_writer_lets_readers_in_for_what_they_cannot_see_then_has_the_lock_alone():
+    lock, events = ReadWriteLock(), []
+    prepared, read_during, committing = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def writer() -> None:
+        async with lock.write():
+            async with lock.readers_in():
+                events.append("preparing")
+                prepared.set()
+                await read_during.wait()  # a reader got in while the writer prepares
+            events.append("committing")  # readers_in waited for that reader to leave
+            committing.set()
+            await asyncio.sleep(0.01)
+            events.append("committed")
+
+    async def reader_during() -> None:
+        await prepared.wait()
+        async with lock.read():
+            events.append("read during")
+            read_during.set()
+            await asyncio.sleep(0.01)
+            events.append("read during done")
+
+    async def reader_after() -> None:
+        await committing.wait()  # the writer has the lock alone again: this reader waits for it
+        async with lock.read():
+            events.append("read after")
+
+    async with asyncio.timeout(5):
+        await asyncio.gather(writer(), reader_during(), reader_after())
+    assert events.index("read during") > events.index("preparing")
+    assert events.index("committing") > events.index("read during done")
+    assert events.index("read after") > events.index("committed")
+
+
+async def test_readers_in_is_for_the_writer_only():
+    lock = ReadWriteLock()
+    try:
+        async with lock.readers_in():
+            raise AssertionError("entered without holding write()")
+    except RuntimeError:
+        pass

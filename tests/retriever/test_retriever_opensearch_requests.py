@@ -19,7 +19,7 @@ from opensearch_fake import FakeCluster, hit, hits_answer
 
 from rag_common.schemas import DocumentIn, DocumentInfo
 from rag_retriever.backends.base import AccessFilter, ChunkWriteError, ChunkWriteFailure, FusionSettings, IndexMismatchError
-from rag_retriever.backends.opensearch import OpenSearchBackend
+from rag_retriever.backends.opensearch import PAGE_SIZE, OpenSearchBackend
 from rag_retriever.backends.opensearch_requests import IndexConfig, pipeline_name
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
@@ -845,6 +845,51 @@ async def test_documents_with_content_aggregates_doc_ids_per_hash(backend, clust
     await backend.documents_with_content(["h1"], tenant="acme")
     assert cluster.calls[2].body["query"] == {
         "bool": {"filter": [{"terms": {"content_hash": ["h1"]}}, {"term": {"tenant": "acme"}}]}
+    }
+
+
+async def test_listings_and_duplicates_within_the_callers_access_are_filtered_in_the_request(backend, cluster):
+    """Issue 29: the list and the content lookup ask only for what the caller may read (tenant AND
+    one of its principals among the readers), never filter afterwards."""
+    access = AccessFilter("acme", ("*", "user:ann", "group:finance"))
+    cluster.searches.extend([{"aggregations": {"docs": {"buckets": []}}}, {**hits_answer([]), "aggregations": {}}])
+    assert await backend.list_documents(tenant="acme", access=access) == []
+    assert await backend.documents_with_content(["h1"], tenant="acme", access=access) == {}
+    listing, lookup = cluster.calls
+    readable = [{"term": {"tenant": "acme"}}, {"terms": {"readers": ["*", "user:ann", "group:finance"]}}]
+    assert listing.body == {
+        "size": 0,
+        "query": {"bool": {"filter": readable}},
+        "aggs": {
+            "docs": {
+                "composite": {"size": PAGE_SIZE, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]},
+                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["title", "source", "content_hash"]}}}},
+            }
+        },
+    }
+    assert lookup.body["query"] == {"bool": {"filter": [{"terms": {"content_hash": ["h1"]}}, *readable]}}
+
+
+async def test_document_readers_reads_one_chunk_per_document(backend, cluster):
+    def bucket(doc_id: str, readers: list[str] | None) -> dict:
+        source = {} if readers is None else {"readers": readers}
+        return {"key": doc_id, "doc_count": 3, "first": {"hits": {"hits": [{"_id": f"{doc_id}:0", "_source": source}]}}}
+
+    cluster.searches.append(
+        {**hits_answer([]), "aggregations": {"docs": {"buckets": [bucket("a", ["group:hr"]), bucket("old", None)]}}}
+    )
+    # "old" was indexed before ACLs (no readers: everyone's); "b" does not exist.
+    assert await backend.document_readers(["b", "a", "old", "a"], tenant="acme") == {"a": ["group:hr"], "old": ["*"]}
+    [call] = cluster.calls
+    assert call.body == {
+        "size": 0,
+        "query": {"bool": {"filter": [{"terms": {"doc_id": ["a", "b", "old"]}}, {"term": {"tenant": "acme"}}]}},
+        "aggs": {
+            "docs": {
+                "terms": {"field": "doc_id", "size": 3},
+                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["readers"]}}}},
+            }
+        },
     }
 
 

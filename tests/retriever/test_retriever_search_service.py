@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from rag_common.schemas import DocumentIn, SearchRequest
+from rag_retriever.document_access import DocumentAccess
 from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker
@@ -25,7 +26,7 @@ async def indexed(
     lock = ReadWriteLock()
     # One tenant ("corp") holding the whole corpus, so every search sees all of it.
     documents = [document.model_copy(update={"metadata": {}}) for document in corpus_documents]
-    result = await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, tenant="corp")
+    result = await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, access=DocumentAccess.managing("corp"))
     assert result.documents == len(corpus_documents)
     yield backend, lock
     await backend.close()

@@ -32,6 +32,11 @@ class InvalidQuery(RagError):
     """The search asks for something the index cannot do (an unknown or empty filter field)."""
 
 
+class MalformedBody(RagError):
+    """The body cannot be read as what its content type says: not valid JSON, or a JSON object
+    naming a key twice (``rag_common.request_bodies``)."""
+
+
 class Unauthenticated(RagError):
     """No credential, or one that is invalid, expired or revoked (401 with ``WWW-Authenticate``)."""
 

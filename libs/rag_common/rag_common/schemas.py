@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import unicodedata
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -35,28 +36,63 @@ MAX_TOP_K = 50
 #: Upper bound on the candidates one search or rerank returns (``SearchRequest``/``RerankRequest.top_k``).
 MAX_SEARCH_TOP_K = 200
 
-#: A document id: 1-512 characters, any but the C0/C1 control characters and DEL (they cannot travel
-#: in a URL path or a log line intact), not blank, and not ``.`` or ``..`` (a URL path would resolve
-#: them). So file names (spaces, accents, ``#``, ``?``, ``/``) are ids as they are; wherever an id
-#: goes into a URL it is percent-encoded as one path segment.
-DOCUMENT_ID_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+#: Unicode's control (Cc) and format (Cf) characters, as ranges of code points (Unicode 14.0, the
+#: ``unicodedata`` of Python 3.11; tests/common/test_document_ids.py checks the table against
+#: ``unicodedata.category`` on every code point). Format characters are invisible: zero-width
+#: spaces and joiners, bidirectional overrides (U+202E shows ``exe.txt`` for ``txt.exe``), the BOM.
+CONTROL_OR_FORMAT_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0000, 0x001F), (0x007F, 0x009F), (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C),
+    (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F), (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x13438), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)
+
+
+def _code_point(value: int) -> str:
+    # \uXXXX reads the same in Python's re and ECMA-262; a code point past the BMP is written as
+    # itself (JSON Schema patterns are read with ECMA's "u" flag, where it is one character).
+    return f"\\u{value:04x}" if value <= 0xFFFF else chr(value)
+
+
+_CONTROL_OR_FORMAT_CLASS = "".join(
+    _code_point(low) if low == high else f"{_code_point(low)}-{_code_point(high)}"
+    for low, high in CONTROL_OR_FORMAT_RANGES
+)
+_CONTROL_OR_FORMAT_CATEGORIES = frozenset({"Cc", "Cf"})
+
+#: A document id: 1-512 characters, no control or format character (Unicode Cc, Cf: they cannot
+#: travel in a URL path or a log line intact, or they hide what the id says), not blank, and not
+#: ``.`` or ``..`` (a URL path would resolve them). So file names (spaces, accents, ``#``, ``?``,
+#: ``/``) are ids as they are; wherever an id goes into a URL it is percent-encoded as one path segment.
+DOCUMENT_ID_PATTERN = (
+    f"^[^{_CONTROL_OR_FORMAT_CLASS}]*[^\\s{_CONTROL_OR_FORMAT_CLASS}][^{_CONTROL_OR_FORMAT_CLASS}]*$"
+)
 MAX_DOCUMENT_ID_CHARS = 512
 #: A conversation id as the gateway issues them (``uuid4().hex``), with room for other issuers.
 CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
-_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _NOT_SPACE = re.compile(r"\S")
+
+
+def control_or_format_character(value: str) -> str | None:
+    """The first control or format character (Unicode category Cc or Cf) in ``value``, if any."""
+    if value.isprintable():  # the usual case, in C: printable text holds neither
+        return None
+    return next((char for char in value if unicodedata.category(char) in _CONTROL_OR_FORMAT_CATEGORIES), None)
 
 
 def check_document_id(value: str) -> str:
     """``value`` if it is a valid document id (see ``DOCUMENT_ID_PATTERN``), else ValueError saying why."""
-    # Control characters first: a lone tab or CR is "blank" too, but the control character is the
-    # reason worth naming.
-    if control := _CONTROL_CHARACTER.search(value):
-        raise ValueError(f"document id contains the control character U+{ord(control.group()):04X}")
-    if not _NOT_SPACE.search(value):
-        raise ValueError("document id is blank")
+    # The length first: the character scan below then reads at most 512 characters.
     if len(value) > MAX_DOCUMENT_ID_CHARS:
         raise ValueError(f"document id is longer than {MAX_DOCUMENT_ID_CHARS} characters")
+    # Control and format characters before blankness: a lone tab or CR is "blank" too, but the
+    # control character is the reason worth naming.
+    if (char := control_or_format_character(value)) is not None:
+        kind = "control" if unicodedata.category(char) == "Cc" else "format"
+        raise ValueError(f"document id contains the {kind} character U+{ord(char):04X}")
+    if not _NOT_SPACE.search(value):
+        raise ValueError("document id is blank")
     if value in {".", ".."}:
         raise ValueError("'.' and '..' are not document ids")
     return value
@@ -371,7 +407,7 @@ class DuplicateContent(WireModel):
     for one content may be wanted; delete one of them (``DELETE /v1/documents/{id}``) to merge."""
 
     doc_id: str = Field(description="The document of this request that holds the content.")
-    content_hash: str = Field(description="sha256 (hex) of its normalised text, as in ``DocumentInfo.content_hash``.")
+    content_hash: str = Field(description="The keyed digest of its normalised text, as in ``DocumentInfo.content_hash``.")
     duplicate_of: list[str] = Field(
         description="The other documents holding the same content after this ingest, sorted: already "
         "indexed ones and others of this request. Never ``doc_id`` itself."
@@ -404,8 +440,10 @@ class DocumentInfo(WireModel):
     chunks: JsonInt = Field(description="Indexed chunks.")
     content_hash: str | None = Field(
         default=None,
-        description="sha256 (hex) of the normalised text (BOM dropped, LF line ends, NFC, stripped): equal "
-        "for documents with the same content, whatever the route. None if indexed before content hashes existed.",
+        description="A digest of the normalised text (BOM dropped, LF line ends, NFC, stripped), keyed per "
+        "tenant (HMAC-SHA256 of its sha256 with the retriever's secret): equal for documents of the tenant with "
+        "the same content, whatever the route, and not computable without the key. None if indexed before "
+        "content hashes existed.",
     )
 
 
@@ -418,6 +456,17 @@ class DocumentDeleted(WireModel):
 
 class DocumentList(WireModel):
     documents: list[DocumentInfo]
+
+
+class ReadableRequest(WireModel):
+    """Which of these documents may the caller read now? (The gateway asks before it shows a source
+    a conversation cited: an ACL may have changed, or the document gone, since.)"""
+
+    doc_ids: list[str] = Field(min_length=1, max_length=1000, description="Document ids of the caller's tenant.")
+
+
+class ReadableResponse(WireModel):
+    doc_ids: list[str] = Field(description="Those of the asked ids that exist and that the caller may read, sorted.")
 
 
 # --------------------------------------------------------------------------- reranker

@@ -11,14 +11,16 @@ import hmac
 import json
 import logging
 import math
+import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response, params
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from pydantic import BaseModel
@@ -33,6 +35,7 @@ from rag_common.errors import (
     Forbidden,
     InvalidInput,
     InvalidQuery,
+    MalformedBody,
     NotFound,
     PayloadTooLarge,
     RagError,
@@ -41,6 +44,13 @@ from rag_common.errors import (
     UnsupportedMediaType,
 )
 from rag_common.internal_auth import OPEN_PATHS, SERVICE_TOKEN_HEADER, document_service_token
+from rag_common.request_bodies import (
+    parse_json_body,
+    problems_summary,
+    require_json_media_type,
+    validation_problems,
+    without_reprs,
+)
 from rag_common.schemas import ErrorBody, Readiness
 from rag_common.telemetry import STAGE_BY_PATH, TRACE_ID_HEADER, UNTRACED_PATHS, trace_id_of_current_span, tracer_provider
 
@@ -50,6 +60,7 @@ logger = logging.getLogger(__name__)
 #: before its base wins; a RagError not listed is a 500.
 STATUS_BY_ERROR: tuple[tuple[type[RagError], int], ...] = (
     (InvalidQuery, 400),
+    (MalformedBody, 400),
     (Unauthenticated, 401),
     (Forbidden, 403),
     (NotFound, 404),
@@ -96,28 +107,40 @@ def _error_response(status_code: int, body: ErrorBody) -> JSONResponse:
 
 
 def _validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
-    # Pydantic's raw errors may hold the offending input object; keep only what a client needs.
-    return [
-        {"loc": list(err.get("loc", ())), "msg": err.get("msg", ""), "type": err.get("type", "")}
-        for err in exc.errors()
-    ]
+    # Pydantic's raw errors may hold the offending input object, and its locations the reprs of
+    # validator functions; keep only what a client needs (rag_common.request_bodies).
+    return validation_problems(exc.errors())
 
 
 #: What each error status means on every service; a route lists the ones it can answer with
 #: :func:`error_responses`, and :func:`document_errors` gives them all the ErrorBody schema.
 ERROR_STATUS_DESCRIPTIONS: dict[int, str] = {
-    400: "The body is not parseable as the declared content type, or the query is invalid",
+    400: "The body is not parseable as the declared content type (a JSON object names a key twice), or the query is invalid",
     401: "No valid credential",
     403: "The credential lacks the scope this route needs",
     404: "No such resource (or not yours)",
     405: "Method not allowed; the `Allow` header lists the allowed ones",
     413: "The body is larger than the configured limit",
-    415: "The content type is not one this route reads",
+    415: "The content type is not one this route reads (a JSON body needs `application/json`)",
     422: "The request does not match the schema; `detail` lists each problem",
     429: "Too many requests; retry after `Retry-After` seconds",
     503: "A dependency is down or full (`stage` names it; `Retry-After` when it said when it expects room)",
     504: "A dependency did not answer within its budget (`stage` names it)",
 }
+
+
+#: The OpenAPI extension in which every route that returns or changes document data declares its access
+#: check (issue 29; tests/test_document_routes_access.py fails a route that carries document data
+#: without one): ``caller-acl``, only what the caller's own principals may read (searches, answers and
+#: what a conversation shows again); ``document-access``, the document routes' rule (the caller's
+#: readable documents, its whole tenant with the admin scope; writes only to readable documents).
+DOCUMENT_ACCESS_EXTENSION = "x-rag-document-access"
+DocumentAccessCheck = Literal["caller-acl", "document-access"]
+
+
+def declares_document_access(check: DocumentAccessCheck) -> dict[str, str]:
+    """``openapi_extra`` of a route that returns or changes document data under ``check``."""
+    return {DOCUMENT_ACCESS_EXTENSION: check}
 
 
 def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -128,8 +151,9 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 def document_errors(openapi: dict[str, Any]) -> dict[str, Any]:
     """Make the OpenAPI document say what the error handlers do: every operation with a body can
-    answer 400 (an unparseable body is refused before validation), and every 4xx/5xx body is an
-    ``ErrorBody`` in JSON, also on streaming routes, whose errors come before the stream starts."""
+    answer 400 (an unparseable body is refused before validation), one with a JSON body 415 (another
+    content type, :class:`ServiceRoute`), and every 4xx/5xx body is an ``ErrorBody`` in JSON, also
+    on streaming routes, whose errors come before the stream starts."""
     schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
     schemas.setdefault("ErrorBody", ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}"))
     error_content = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
@@ -138,6 +162,8 @@ def document_errors(openapi: dict[str, Any]) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             if "requestBody" in operation:
                 responses.setdefault("400", {"description": ERROR_STATUS_DESCRIPTIONS[400]})
+                if "application/json" in operation["requestBody"].get("content", {}):
+                    responses.setdefault("415", {"description": ERROR_STATUS_DESCRIPTIONS[415]})
             for code, response in responses.items():
                 if code.isdigit() and int(code) >= 400 and _is_default_error_content(response.get("content")):
                     response["content"] = error_content
@@ -196,6 +222,58 @@ def allowed_methods(app: FastAPI, scope: dict[str, Any]) -> list[str]:
     return sorted(methods)
 
 
+class _JsonBodyRequest(Request):
+    """A request whose ``json()`` refuses duplicate keys (FastAPI reads a JSON body through it)."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_checked_json"):
+            self._checked_json = parse_json_body(await self.body())
+        return self._checked_json
+
+
+class ServiceRoute(APIRoute):
+    """The route class of every service app (``create_service_app`` gives it to the router).
+
+    - The path matches the whole request path, a newline like any other character. Starlette's
+      ``^…$`` let ``$`` match before a final newline and the ``.*`` of ``{x:path}`` stop at one:
+      ``DELETE /v1/documents/abc%0A`` deleted ``abc``, and ``/v1/documents/%0A`` was a 404 where
+      every other control character was the 422 of an invalid id.
+    - A JSON body is read only under a JSON media type (``UnsupportedMediaType``, 415, otherwise;
+      also without a ``Content-Type``) and only without duplicate keys (``MalformedBody``, 400),
+      parsed once (:mod:`rag_common.request_bodies`). Form and multipart routes are left as they are.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        pattern = self.path_regex.pattern
+        if pattern.endswith("$"):  # compile_path's end anchor (a literal "$" before it is "\$")
+            self.path_regex = re.compile(pattern[:-1] + r"\Z", self.path_regex.flags | re.DOTALL)
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        body_field = self.body_field
+        if body_field is None or isinstance(body_field.field_info, params.Form):
+            return handler
+        body_required = body_field.field_info.is_required()
+
+        async def json_body_handler(request: Request) -> Response:
+            request = _JsonBodyRequest(request.scope, request.receive)
+            body = await request.body()
+            if body or body_required:
+                require_json_media_type(request.headers.get("content-type"))
+            if body:
+                try:
+                    await request.json()  # parsed here, once: FastAPI's handler gets the result
+                except json.JSONDecodeError as exc:
+                    # As FastAPI words it (a 422 naming the position).
+                    raise RequestValidationError(
+                        [{"type": "json_invalid", "loc": ("body", exc.pos), "msg": "JSON decode error", "input": {}}]
+                    ) from exc
+            return await handler(request)
+
+        return json_body_handler
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RagError)
     async def _rag_error(_: Request, exc: RagError) -> JSONResponse:
@@ -206,12 +284,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         detail = _validation_detail(exc)
-        summary = "; ".join(f"{'.'.join(str(p) for p in d['loc'])}: {d['msg']}" for d in detail)
-        return _error_response(422, ErrorBody(error=f"invalid request: {summary}", detail=detail))
+        return _error_response(422, ErrorBody(error=f"invalid request: {problems_summary(detail)}", detail=detail))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        response = _error_response(exc.status_code, ErrorBody(error=str(exc.detail)))
+        response = _error_response(exc.status_code, ErrorBody(error=without_reprs(str(exc.detail))))
         # Starlette's own errors carry headers that are part of their meaning (405's Allow).
         response.headers.update(exc.headers or {})
         if exc.status_code == 405:
@@ -333,6 +410,8 @@ def create_service_app(
             yield
 
     app = FastAPI(title=f"rag-{name}", version=version, lifespan=lifespan)
+    # Before any route is added: every route of the app is a ServiceRoute (JSON bodies, paths).
+    app.router.route_class = ServiceRoute
     install_error_handlers(app)
 
     def openapi() -> dict[str, Any]:

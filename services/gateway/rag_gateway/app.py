@@ -35,7 +35,7 @@ from rag_common.schemas import (
     IngestResponse,
     SourceChunk,
 )
-from rag_common.service import create_service_app, error_responses, status_for
+from rag_common.service import create_service_app, declares_document_access, error_responses, status_for
 from rag_common.telemetry import bind_tenant
 from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
 from rag_gateway.authentication import require_scope
@@ -61,6 +61,11 @@ _BEARER = HTTPBearer(auto_error=False, description="An API key (`rag_…`, `ragc
 _CALLER_ERRORS = error_responses(401, 403, 429)
 #: A chat turn can name a conversation that does not exist, and waits on four services.
 _CHAT_ERRORS = {**_CALLER_ERRORS, **error_responses(404, 503, 504)}
+#: What each route that returns or changes document data declares (tests/test_document_routes_access.py):
+#: answers and stored conversations show only what the caller's own principals may read; the document
+#: routes relay the retriever's document rule (docs/security.md).
+_CALLER_ACL = declares_document_access("caller-acl")
+_DOCUMENT_ACCESS = declares_document_access("document-access")
 #: What the retriever can answer on ingestion, relayed as it is.
 _INGEST_ERRORS = {**_CALLER_ERRORS, **error_responses(413, 415, 422, 503, 504)}
 #: The body of ``POST /v1/documents``: one route reads two encodings, so FastAPI cannot infer it.
@@ -151,11 +156,14 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         "gateway", lambda: open_runtime(settings), extra_schemas=(IngestRequest,), internal=False
     )
 
-    @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"], responses=_CHAT_ERRORS)
+    @app.post("/v1/chat", response_model=ChatResponse, tags=["chat"], responses=_CHAT_ERRORS, openapi_extra=_CALLER_ACL)
     async def chat(identity: Chatter, body: ChatRequest, request: Request) -> ChatResponse:
         return await _chat(request).chat(identity, body)
 
-    @app.post("/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_CHAT_ERRORS)
+    @app.post(
+        "/v1/chat/stream", response_class=EventSourceResponse, tags=["chat"], responses=_CHAT_ERRORS,
+        openapi_extra=_CALLER_ACL,
+    )
     async def chat_stream(
         start: Annotated[_StreamStart, Depends(_start_stream)], request: Request
     ) -> AsyncIterable[ServerSentEvent]:
@@ -181,6 +189,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             **_CALLER_ERRORS,
             **error_responses(503, 504),
         },
+        openapi_extra=_CALLER_ACL,
     )
     async def chat_completions(identity: Chatter, body: ChatCompletionRequest, request: Request) -> Response:
         """OpenAI-compatible chat completion (stateless; ``stream: true`` for chunks)."""
@@ -215,6 +224,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         response_model=SourceChunk,
         tags=["chat"],
         responses={**_CALLER_ERRORS, **error_responses(404, 503)},
+        openapi_extra=_CALLER_ACL,
     )
     async def get_source(
         identity: Reader, conversation_id: ConversationId, chunk_id: ChunkId, request: Request
@@ -229,6 +239,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         response_model=ConversationOut,
         tags=["chat"],
         responses={**_CALLER_ERRORS, **error_responses(404, 503)},
+        openapi_extra=_CALLER_ACL,
     )
     async def get_conversation(identity: Reader, conversation_id: ConversationId, request: Request) -> ConversationOut:
         return await _chat(request).conversation(identity, conversation_id)
@@ -265,7 +276,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         response_model=None,
         tags=["documents"],
         responses={200: {"model": IngestResponse}, **_INGEST_ERRORS},
-        openapi_extra=_INGEST_BODY,
+        openapi_extra={**_INGEST_BODY, **_DOCUMENT_ACCESS},
     )
     async def ingest_documents(identity: Ingester, request: Request) -> Response:
         """JSON ``{"documents": [...]}`` or ``multipart/form-data`` with one or more ``files``."""
@@ -280,6 +291,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await request.app.state.runtime.audit.record(
                 identity, "documents.ingest", content_type.split(";")[0],
                 doc_ids=written.doc_ids, written=written.documents, readers=written.readers,
+                admin_scope=identity.has_scope("admin"),
             )
         return _relayed(relayed)
 
@@ -288,20 +300,32 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         response_model=None,
         tags=["documents"],
         responses={200: {"model": DocumentList}, **_CALLER_ERRORS, **error_responses(503, 504)},
+        openapi_extra=_DOCUMENT_ACCESS,
     )
     async def list_documents(identity: Reader, request: Request) -> Response:
-        return _relayed(await _documents(request).list(identity))
+        """The documents of the caller's tenant that it may read; with the admin scope, all of them
+        (that listing is written to the audit log)."""
+        relayed = await _documents(request).list(identity)
+        if relayed.status_code == 200 and identity.has_scope("admin"):
+            listed = DocumentList.model_validate_json(relayed.content)
+            await request.app.state.runtime.audit.record(
+                identity, "documents.list", identity.tenant, admin_scope=True, documents=len(listed.documents)
+            )
+        return _relayed(relayed)
 
     @app.delete(
         "/v1/documents/{doc_id:path}",
         response_model=None,
         tags=["documents"],
         responses={200: {"model": DocumentDeleted}, **_CALLER_ERRORS, **error_responses(404, 503, 504)},
+        openapi_extra=_DOCUMENT_ACCESS,
     )
     async def delete_document(identity: Ingester, doc_id: DocumentId, request: Request) -> Response:
         relayed = await _documents(request).delete(identity, doc_id)
         if relayed.status_code == 200:
-            await request.app.state.runtime.audit.record(identity, "document.delete", doc_id)
+            await request.app.state.runtime.audit.record(
+                identity, "document.delete", doc_id, admin_scope=identity.has_scope("admin")
+            )
         return _relayed(relayed)
 
     # The web chat (docs/web-ui.md): its page and files, outside the API's OpenAPI document, and how it signs in.

@@ -74,6 +74,7 @@ from rag_common.schemas import (
     SearchResponse,
     Turn,
 )
+from rag_gateway.conversation_access import ConversationAccess
 from rag_gateway.conversation_store import ConversationStore, owned_conversation, source_of
 from rag_gateway.settings import search_depth
 from rag_gateway.generator_stream import Token, generation_events
@@ -123,6 +124,9 @@ class ChatServices:
     reranker: ServiceClient
     generator: ServiceClient
     store: ConversationStore
+    #: Earlier turns as the caller may see them now (an answer citing a document it can no longer
+    #: read is withheld from the history the models get, as from what it is shown).
+    access: ConversationAccess
 
 
 @dataclass(frozen=True)
@@ -235,16 +239,25 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
     """Compile the graph; ``await graph.ainvoke({"conversation_id", "message", "top_k"})``."""
 
     async def load_history(state: ChatState) -> dict[str, Any]:
+        degraded: list[str] = []
         with _Timer("history") as timer:
             turns = policy.history.turns
             if state.get("conversation_id") is None:
                 recent = state.get("transcript", [])[-turns:] if turns else []
             elif turns:
-                recent = await services.store.turns(conversation_key(state), last=turns)
+                key = conversation_key(state)
+                recent = await services.store.turns(key, last=turns)
+                try:
+                    recent = await services.access.visible(state["identity"], key, recent)
+                except DependencyFailed as exc:
+                    # Degrades, fails closed: without the readable check no earlier answer that cites
+                    # anything reaches the models (the retrieve node will say if the retriever is down).
+                    recent = services.access.withheld(recent)
+                    degraded.append(describe_failure(exc, "earlier answers with citations left out of the history"))
             else:
                 recent = []
             history = cut_history(_history_for_llm(recent), policy.history)
-        return {"history": history, "timings_ms": timer.ms}
+        return {"history": history, "degraded": degraded, "timings_ms": timer.ms}
 
     async def refine(state: ChatState) -> dict[str, Any]:
         degraded: list[str] = []

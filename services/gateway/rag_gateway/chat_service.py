@@ -29,6 +29,7 @@ from rag_common.schemas import (
     SourceChunk,
     Turn,
 )
+from rag_gateway.conversation_access import ConversationAccess
 from rag_gateway.conversation_store import ConversationStore, owned_conversation
 from rag_gateway.query_log import Endpoint, QueryLogWriter, feedback_record, turn_record
 
@@ -62,10 +63,12 @@ class ChatService:
         *,
         default_top_k: int,
         hyde_default: bool,
+        access: ConversationAccess,
         query_log: QueryLogWriter | None = None,
     ) -> None:
         self._graph = graph
         self._store = store
+        self._access = access
         self._default_top_k = default_top_k
         self._hyde_default = hyde_default
         self._query_log = query_log
@@ -207,19 +210,24 @@ class ChatService:
         yield StreamEvent("final", final)
 
     async def conversation(self, identity: Identity, conversation_id: str) -> ConversationOut:
-        turns = await self._store.turns(owned_conversation(identity.owner_key, conversation_id))
+        """The caller's stored turns. A turn that cites a document the caller may no longer read (its
+        ACL changed, or it was deleted) comes back with its answer withheld and no citations: what a
+        conversation shows of the documents follows the documents' access now, not when it was asked."""
+        key = owned_conversation(identity.owner_key, conversation_id)
+        turns = await self._store.turns(key)
         if not turns:
             raise ConversationNotFound(conversation_id)
-        return ConversationOut(conversation_id=conversation_id, turns=turns)
+        return ConversationOut(conversation_id=conversation_id, turns=await self._access.visible(identity, key, turns))
 
     async def conversations(self, identity: Identity) -> ConversationList:
         return ConversationList(conversations=await self._store.list_owned(identity.owner_key))
 
     async def source(self, identity: Identity, conversation_id: str, chunk_id: str) -> SourceChunk:
-        """A chunk cited in one of the caller's conversations, as it was cited (404 otherwise)."""
+        """A chunk cited in one of the caller's conversations, as it was cited, if the caller may still
+        read its document (404 otherwise, as for a chunk never cited: nothing says which it was)."""
         found = await self._store.source(owned_conversation(identity.owner_key, conversation_id), chunk_id)
-        if found is None:
-            raise NotFound(f"no source {chunk_id!r} is cited in conversation {conversation_id!r}")
+        if found is None or not await self._access.readable_source(identity, found):
+            raise NotFound(f"no source {chunk_id!r} of conversation {conversation_id!r} is readable by you")
         return found
 
     async def give_feedback(

@@ -148,6 +148,12 @@ class ConversationStore:
                 deleted, *_ = await pipe.execute()
         return bool(deleted)
 
+    async def sources(self, conversation_id: str) -> dict[str, SourceChunk]:
+        """Every chunk the conversation's turns cited, by chunk id."""
+        with _redis_failures():
+            raw = await self._redis.hgetall(SOURCES_PREFIX + conversation_id)
+        return {chunk_id: SourceChunk.model_validate_json(value) for chunk_id, value in raw.items()}
+
     async def source(self, conversation_id: str, chunk_id: str) -> SourceChunk | None:
         """The chunk ``chunk_id`` as a turn of the conversation cited it; None if no turn did."""
         with _redis_failures():

@@ -7,15 +7,17 @@ being unavailable, never the caller's fault.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from pydantic import ValidationError
 
-from rag_common.errors import InvalidInput, InvalidQuery, PayloadTooLarge, UnsupportedMediaType
+from rag_common.errors import InvalidInput, MalformedBody, PayloadTooLarge, UnsupportedMediaType
 from rag_common.http import ServiceClient
 from rag_common.identity import Identity, identity_headers
-from rag_common.schemas import IngestRequest
+from rag_common.request_bodies import is_json_media_type, parse_json_body, problems_summary, validation_problems
+from rag_common.schemas import IngestRequest, ReadableRequest, ReadableResponse
 
 MIB = 1024 * 1024
 
@@ -41,14 +43,16 @@ class DocumentService:
 
     async def ingest(self, identity: Identity, body: bytes, content_type: str) -> Relayed:
         """JSON ``{"documents": [...]}`` or a ``multipart/form-data`` upload of ``files``, into the
-        caller's tenant (the retriever reads it from the identity)."""
-        if content_type.startswith("application/json"):
+        caller's tenant (the retriever reads it from the identity). A JSON body is read as every
+        service reads one (``rag_common.request_bodies``: a key twice is a 400), in one pass."""
+        if is_json_media_type(content_type):
             try:
-                payload = IngestRequest.model_validate_json(body)
+                payload = IngestRequest.model_validate(parse_json_body(body))
+            except json.JSONDecodeError as exc:
+                raise MalformedBody(f"the body is not valid JSON: {exc.msg} at position {exc.pos}") from exc
             except ValidationError as exc:
-                if any(error["type"] == "json_invalid" for error in exc.errors()):
-                    raise InvalidQuery("the body is not valid JSON") from exc
-                raise InvalidInput(f"invalid documents payload: {exc}") from exc
+                problems = validation_problems(exc.errors())
+                raise InvalidInput(f"invalid documents payload: {problems_summary(problems)}", detail=problems) from exc
             return await self._relay(identity, "POST", "/v1/documents", json=payload.model_dump(mode="json"))
         if content_type.startswith("multipart/form-data"):
             return await self._relay(identity, "POST", "/v1/documents/upload", content=body, content_type=content_type)
@@ -59,6 +63,17 @@ class DocumentService:
 
     async def delete(self, identity: Identity, doc_id: str) -> Relayed:
         return await self._relay(identity, "DELETE", f"/v1/documents/{path_segment(doc_id)}")
+
+    async def readable(self, identity: Identity, doc_ids: set[str]) -> set[str]:
+        """Those of ``doc_ids`` the caller may read now (the retriever's rule, docs/security.md).
+        Fails closed: a retriever that cannot answer is a ``DependencyFailed``, never "all readable"."""
+        if not doc_ids:
+            return set()
+        answer = await self._retriever.post(
+            "/v1/documents/readable", ReadableRequest(doc_ids=sorted(doc_ids)), ReadableResponse,
+            headers=identity_headers(identity), idempotent=True,
+        )
+        return set(answer.doc_ids)
 
     async def _relay(
         self, identity: Identity, method: str, path: str, *, content_type: str | None = None, **kwargs: object
@@ -75,5 +90,5 @@ class DocumentService:
 def path_segment(value: str) -> str:
     """``value`` percent-encoded as one URL path segment: ``/``, ``#``, ``?`` and ``%`` cannot end the
     segment, start a query or a fragment, or climb to another route. Ids are validated before this
-    (``rag_common.schemas.DocumentId``: no control characters, not ``.`` or ``..``)."""
+    (``rag_common.schemas.DocumentId``: no control or format characters, not ``.`` or ``..``)."""
     return quote(value, safe="")

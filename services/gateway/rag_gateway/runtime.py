@@ -27,6 +27,7 @@ from rag_gateway.authentication import Authenticator
 from rag_gateway.bearer_tokens import ClaimMapping, JwtVerifier
 from rag_gateway.chat_graph import ChatPolicy, ChatServices, Replies, build_chat_graph
 from rag_gateway.chat_service import ChatService
+from rag_gateway.conversation_access import ConversationAccess
 from rag_gateway.conversation_store import ConversationStore
 from rag_gateway.document_service import DocumentService
 from rag_gateway.query_log import JsonlFileSink, NullSink, QueryLogSink, QueryLogWriter
@@ -169,7 +170,11 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
             "generator": ServiceClient("generator", settings.generator_url, settings.generator_timeout_s, **traced),
         }
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
-        services = ChatServices(clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store)
+        documents = DocumentService(clients["ingest"], max_upload_mb=settings.max_upload_mb)
+        access = ConversationAccess(store, documents, settings.withheld_answer_reply)
+        services = ChatServices(
+            clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store, access
+        )
         graph = build_chat_graph(services, chat_policy(settings))
         query_log = query_log_writer(settings)
         query_log.start()
@@ -180,9 +185,10 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
             store=store,
             clients=clients,
             chat=ChatService(
-                graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default, query_log=query_log
+                graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default,
+                access=access, query_log=query_log,
             ),
-            documents=DocumentService(clients["ingest"], max_upload_mb=settings.max_upload_mb),
+            documents=documents,
             authenticator=authenticator(settings, ApiKeyStore(redis)),
             rate_limits=RateLimits(
                 settings.redis_url, {kind: spec for kind, spec in limits.items() if spec}, redis_options=redis_options

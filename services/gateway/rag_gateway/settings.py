@@ -130,6 +130,11 @@ class GatewaySettings(ServiceSettings):
         default="Sorry, I can only answer questions about the indexed documents, and that is outside them.",
         description="Polite decline for intent out_of_scope (the answer is marked abstained).",
     )
+    withheld_answer_reply: str = Field(
+        default="This answer is withheld: it cited a document you can no longer read.",
+        description="Shown in a stored conversation instead of an answer that cites a document the caller may no "
+        "longer read (its ACL changed or it was deleted); the turn's citations are dropped with it.",
+    )
     openai_model: str = Field(
         default="rag-gateway",
         description="Model id listed by GET /v1/models for OpenAI-compatible clients. Default rag-gateway.",

@@ -36,7 +36,19 @@ from rag_retriever.tables import Block, split_tables
 #: Tokens the model adds around every input ([CLS] and [SEP] for BERT-style encoders).
 SPECIAL_TOKENS = 2
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+#: A sentence (or table row) longer than this many characters is tokenized in windows of about this
+#: size, cut at whitespace, rather than whole. One call of the tokenizer holds the GIL for its whole
+#: duration (tokenizers' ``encode``), and on a multi-megabyte "sentence" (text with no sentence end)
+#: that was seconds per call, twice per sentence (count, then offsets), while searches in the same
+#: process waited; its cost per character also grew with the length (0.54 s/MB at 1 MB, 0.85 s/MB at
+#: 8 MB). A window of 16 KiB is a few thousand tokens: a few milliseconds per call. Shorter spans are
+#: tokenized whole, exactly as before.
+TOKENIZE_WINDOW_CHARS = 16_384
+#: Where a window may end: whitespace every tokenizer splits on (the BERT normalizer drops other
+#: control characters such as ``\f`` instead of splitting on them).
+_WINDOW_BOUNDARY = re.compile(r"[ \t\n\r]")
+#: The opening of an ATX heading line; the title is the rest (see :func:`heading`).
+_HEADING_OPEN = re.compile(r" {0,3}(#{1,6})[ \t]+")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
@@ -81,6 +93,23 @@ def chunk_id(doc_id: str, chunk_index: int, text: str, tenant: str = DEFAULT_TEN
     return f"{doc_id}:{chunk_index}:{hashlib.sha1(salted.encode('utf-8')).hexdigest()[:12]}"
 
 
+def heading(line: str) -> tuple[int, str] | None:
+    """``(level, title)`` of an ATX heading line (``## Title ##``), else None: the title without the
+    optional closing run of ``#`` (after a space or tab) and without trailing spaces and tabs.
+
+    What ``^ {0,3}(#{1,6})[ \\t]+(.*?)(?:[ \\t]+#+)?[ \\t]*$`` matched, written out: that pattern
+    was quadratic in a run of spaces inside the line (its lazy group tried the closing pattern from
+    every position), 20,000 spaces in one heading line took 5 s."""
+    opening = _HEADING_OPEN.match(line)
+    if opening is None:
+        return None
+    title = line[opening.end() :].rstrip(" \t")
+    unclosed = title.rstrip("#")
+    if len(unclosed) < len(title) and unclosed[-1:] in (" ", "\t"):
+        title = unclosed.rstrip(" \t")
+    return len(opening.group(1)), title
+
+
 def markdown_sections(text: str) -> list[Section]:
     """Split markdown at ATX headings (``#`` .. ``######``), ignoring ``#`` lines inside code fences."""
     sections: list[Section] = []
@@ -106,13 +135,13 @@ def markdown_sections(text: str) -> list[Section]:
             fence = fence_match.group(1)
             body.append(line)
             continue
-        heading = _HEADING.match(line)
-        if heading:
+        found = heading(line)
+        if found:
             flush()
-            level = len(heading.group(1))
+            level, title = found
             while headings and headings[-1][0] >= level:
                 headings.pop()
-            headings.append((level, heading.group(2).strip()))
+            headings.append((level, title.strip()))
             continue
         body.append(line)
     flush()
@@ -123,6 +152,7 @@ class Chunker:
     def __init__(
         self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40,
         embed_template: str = TEXT_ONLY, *, sentence_vectors: SentenceVectorMode = "off",
+        window_chars: int = TOKENIZE_WINDOW_CHARS,
     ) -> None:
         limit = tokenizer.max_tokens - SPECIAL_TOKENS
         if not 0 < chunk_tokens <= limit:
@@ -141,6 +171,8 @@ class Chunker:
         self.embed_template = EmbedTemplate(embed_template)
         #: Whether and how the ingestor stores sentence vectors: part of each document's fingerprint.
         self.sentence_vectors = sentence_vectors
+        #: Longest span tokenized in one call (``TOKENIZE_WINDOW_CHARS``; smaller in tests).
+        self._window_chars = window_chars
 
     def embed_text(self, text: str, title: str, section_path: tuple[str, ...] | list[str]) -> str:
         """The string embedded for a chunk: the template rendered, its context cut to fit the model."""
@@ -247,6 +279,9 @@ class Chunker:
     def split_text(self, text: str) -> list[str]:
         units: list[_Unit] = []
         for start, end in sentence_spans(text):
+            if end - start > self._window_chars:
+                units.extend(self._long_span(text, start, end))
+                continue
             tokens = self._tokenizer.count(text[start:end])
             if tokens <= self.chunk_tokens:
                 units.append(_Unit(start, end, tokens))
@@ -291,10 +326,25 @@ class Chunker:
         middle = len(group) // 2
         return self._verified(text, group[:middle]) + self._verified(text, group[middle:])
 
+    def _long_span(self, text: str, start: int, end: int) -> list[_Unit]:
+        """The units of a span longer than a tokenizing window: what counting it whole and, when over
+        the budget, cutting it (``_split_long``) gives, without tokenizing it whole. The cut comes
+        first; only a span it leaves in one piece is counted whole (it has at most about a budget of
+        tokens) to keep that piece as the whole span, as before."""
+        units = self._split_long(text, start, end)
+        if len(units) == 1:
+            tokens = self._tokenizer.count(text[start:end])
+            if tokens <= self.chunk_tokens:
+                return [_Unit(start, end, tokens)]
+        return units
+
     def _split_long(self, text: str, start: int, end: int, budget: int | None = None) -> list[_Unit]:
         budget = budget or self.chunk_tokens
         segment = text[start:end]
-        offsets = self._tokenizer.offsets(segment)
+        # Token offsets as one tokenization of the segment gives them, made a window at a time as the
+        # cut advances (``_Offsets``): the pieces are those of the whole segment's offsets.
+        offsets = _Offsets(self._tokenizer, segment, self._window_chars)
+        offsets.ensure(budget + 1)
         units: list[_Unit] = []
         i = 0
         while i < len(offsets):
@@ -308,7 +358,54 @@ class Chunker:
                 take = max(1, (cut - i) - (tokens - budget))
             units.append(_Unit(start + piece_start, start + piece_end, tokens))
             i = cut
+            offsets.release(i)
+            # Known up to the window _word_cut reads (budget + 1 tokens from i), or all of them.
+            offsets.ensure(i + budget + 1)
         return units
+
+
+class _Offsets:
+    """The token offsets of ``segment`` that one tokenization of all of it would give, made window by
+    window on demand. ``offsets[k]`` is token ``k``'s ``(start, end)`` in ``segment`` for any ``k``
+    below ``len(offsets)``, the tokens known so far (all of them once the last window is read).
+
+    Each window ends just before a space, tab or line break and the next starts there: BERT-style
+    pre-tokenizers split at whitespace, so the windows' tokens are exactly the whole segment's (for
+    tokenizers that attach a space to the following token, a piece's first offset may move by that
+    space; every piece is still counted by the real tokenizer). A segment without whitespace is one
+    window. So no tokenizer call sees more than about ``window_chars`` characters, and each character
+    is tokenized once."""
+
+    def __init__(self, tokenizer: Tokenizer, segment: str, window_chars: int) -> None:
+        self._tokenizer = tokenizer
+        self._segment = segment
+        self._window_chars = max(1, window_chars)
+        self._base = 0  # index of the first token still held
+        self._held: list[tuple[int, int]] = []
+        self._next = 0  # first character not tokenized yet
+
+    def __len__(self) -> int:
+        return self._base + len(self._held)
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        return self._held[index - self._base]
+
+    def ensure(self, count: int) -> None:
+        """Tokenize further windows until ``count`` tokens are known or the segment is done."""
+        while len(self) < count and self._next < len(self._segment):
+            start = self._next
+            end = len(self._segment)
+            if start + self._window_chars < end:
+                boundary = _WINDOW_BOUNDARY.search(self._segment, start + self._window_chars)
+                end = boundary.start() if boundary else end
+            self._held.extend((start + s, start + e) for s, e in self._tokenizer.offsets(self._segment[start:end]))
+            self._next = end
+
+    def release(self, index: int) -> None:
+        """Tokens before ``index`` are not read again (dropped in batches, so memory stays a window)."""
+        if index - self._base > 4096:
+            del self._held[: index - self._base]
+            self._base = index
 
 
 def _pieces(document: SourceDocument) -> Iterator[_Piece]:
@@ -325,7 +422,7 @@ def _pieces(document: SourceDocument) -> Iterator[_Piece]:
         yield _Piece(None, (), Block(document.text))
 
 
-def _word_cut(segment: str, offsets: list[tuple[int, int]], first: int, take: int) -> int:
+def _word_cut(segment: str, offsets: list[tuple[int, int]] | _Offsets, first: int, take: int) -> int:
     """Index after the last token to take: ``first + take``, moved back to whitespace if the window has
     some, else to a punctuation boundary, else left inside one very long word."""
     end = first + take

@@ -23,6 +23,10 @@ strings go to the embedder together in length-sorted batches cut where lengths d
 padding); a string is embedded once per request (a chunk's overlap repeats the previous chunk's last
 sentences); and a string the document already has a stored vector for (its unchanged sentences, on
 re-ingest) is not embedded again.
+
+A request is bounded before anything is embedded (``ingest_limits``: characters per document, chunks
+per request, 413), and its CPU work (chunking, sentences, embedding) runs in the ingest pool
+(``ingest_pool``: by default a worker process at lower priority), not in the threads searches use.
 """
 
 from __future__ import annotations
@@ -40,10 +44,13 @@ from rag_common.embedders.span_pooling import Pool, SpanPoolingEmbedder
 from rag_common.errors import InvalidInput
 from rag_common.identity import readers_of
 from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse, SentenceVectors
-from rag_common.sentence_vectors import SentenceVectorMode, chunk_pools, pack, sentence_inputs, stored_vectors
+from rag_common.sentence_vectors import SentenceVectorMode, chunk_pools, pack, stored_vectors
 from rag_common.upload_formats import PLAIN_TEXT
 from rag_retriever.backends.base import ChunkWriteError, IngestTarget
-from rag_retriever.chunking import SPECIAL_TOKENS, Chunker
+from rag_retriever.chunking import Chunker
+from rag_retriever.document_access import EPHEMERAL_DIGEST, TRUSTED_DEFAULT_TENANT, ContentDigest, DocumentAccess
+from rag_retriever.ingest_limits import IngestLimits
+from rag_retriever.ingest_pool import IngestWork, ThreadWork
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, normalise_text
 
@@ -113,6 +120,9 @@ class Ingestor:
         *,
         batch_size: int = EMBED_BATCH_SIZE,
         sentence_vectors: SentenceVectorMode = "off",
+        digest: ContentDigest = EPHEMERAL_DIGEST,
+        limits: IngestLimits = IngestLimits(),
+        work: IngestWork | None = None,
     ) -> None:
         self._backend = backend
         self._embedder = embedder
@@ -125,21 +135,37 @@ class Ingestor:
                 f"({type(embedder).__name__} does not); use 'embedded' or 'off'"
             )
         self._sentence_vectors = sentence_vectors
+        self._digest = digest
+        #: Characters per document, chunks per request (``ingest_limits``): checked before any embedding.
+        self._limits = limits
+        #: Where chunking, sentence cutting and embedding run (``ingest_pool``); by default on this
+        #: chunker and embedder in the default executor's threads.
+        self._work = work or ThreadWork(chunker, embedder)
 
     async def ingest(
-        self, documents: list[DocumentIn], failures: Iterable[IngestFailure] = (), *, tenant: str = DEFAULT_TENANT
+        self,
+        documents: list[DocumentIn],
+        failures: Iterable[IngestFailure] = (),
+        *,
+        access: DocumentAccess = TRUSTED_DEFAULT_TENANT,
     ) -> IngestResponse:
-        """Index ``documents`` in ``tenant``; ``failures`` (e.g. unreadable uploads) are reported alongside.
+        """Index ``documents`` in ``access.tenant``; ``failures`` (e.g. unreadable uploads) are reported
+        alongside. ``access`` is the caller's document view (the service always passes it; the default,
+        every document of the default tenant, is for tools and tests).
 
         A document whose ``metadata.tenant`` names another tenant refuses the whole request
         (``InvalidInput``, 422) before anything is written: it is a client that believes it writes
-        elsewhere, not a document to index in the caller's tenant."""
+        elsewhere, not a document to index in the caller's tenant. A document id held by a document
+        the caller may not read refuses the whole request (``Forbidden``, 403) before anything is
+        planned or written: neither a write nor an "unchanged" answer may touch or reveal it."""
+        tenant = access.tenant
         foreign = [document.id or f"documents[{i}]" for i, document in enumerate(documents) if foreign_tenant(document, tenant)]
         if foreign:
             raise InvalidInput(
                 f"metadata.tenant of {', '.join(foreign[:5])} is not the caller's tenant {tenant!r}; "
                 "documents are stored in the caller's tenant (leave metadata.tenant out)"
             )
+        self._limits.check_documents(documents)
         failed = list(failures)
         accepted: list[SourceDocument] = []
         seen: set[str] = set()
@@ -155,22 +181,26 @@ class Ingestor:
                 continue
             seen.add(source.doc_id)
             accepted.append(source)
+        await self._check_writable(access, [document.doc_id for document in accepted])
 
         plan = await self._plan(accepted, tenant)
         failed.extend(plan.failed)
         chunks = [chunk for _, document_chunks in plan.changed for chunk in document_chunks]
+        self._limits.check_chunks(len(chunks))
         vectors = await self._vectors(chunks, plan, tenant)
         rejected: set[str] = set()
         if plan.changed:
             doc_ids = [document.doc_id for document, _ in plan.changed]
             async with self._lock.write():
+                # Again under the write lock: another request may have changed an ACL since the check.
+                access.check_writable(doc_ids, await self._backend.document_readers(doc_ids, tenant=tenant))
                 rejected = await self._replace(doc_ids, chunks, vectors, failed, tenant)
             chunks = [chunk for chunk in chunks if chunk.doc_id not in rejected]
 
         written = {document.doc_id for document, _ in plan.changed} - rejected
         kept = written | set(plan.unchanged)
         kept_documents = [document for document in accepted if document.doc_id in kept]
-        duplicates = await self._duplicates(kept_documents, tenant)
+        duplicates = await self._duplicates(kept_documents, access)
         logger.info(
             "ingested %d documents (%d chunks), %d unchanged, %d failed, %d duplicate contents",
             len(written), len(chunks), len(plan.unchanged), len(failed), len(duplicates),
@@ -185,8 +215,10 @@ class Ingestor:
             readers={document.doc_id: list(document.readers) for document in kept_documents if document.doc_id in written},
         )
 
-    async def _duplicates(self, documents: list[SourceDocument], tenant: str) -> list[DuplicateContent]:
-        """The ``documents`` (written or unchanged) whose content other documents of ``tenant`` hold too.
+    async def _duplicates(self, documents: list[SourceDocument], access: DocumentAccess) -> list[DuplicateContent]:
+        """The ``documents`` (written or unchanged) whose content other documents the caller may read
+        hold too (an unreadable holder is never named: that would confirm its content). The
+        ``content_hash`` shown is the keyed digest (``ContentDigest``), never the stored hash.
 
         Asked of the index after the write, so it already reflects this request: another document of
         the request with the same content is found like an older one, a document whose content this
@@ -197,22 +229,32 @@ class Ingestor:
             return []
         hashes = {document.doc_id: document.content_hash for document in documents}
         async with self._lock.read():
-            holders = await self._backend.documents_with_content(set(hashes.values()), tenant=tenant)
+            holders = await self._backend.documents_with_content(
+                set(hashes.values()), tenant=access.tenant, access=access.readable
+            )
         duplicates = []
-        for doc_id, digest in hashes.items():
-            others = [other for other in holders.get(digest, []) if other != doc_id]
+        for doc_id, stored in hashes.items():
+            others = [other for other in holders.get(stored, []) if other != doc_id]
             if others:
-                duplicates.append(DuplicateContent(doc_id=doc_id, content_hash=digest, duplicate_of=sorted(others)))
+                shown = self._digest.digest(access.tenant, stored)
+                duplicates.append(DuplicateContent(doc_id=doc_id, content_hash=shown, duplicate_of=sorted(others)))
         return duplicates
 
-    async def delete(self, doc_id: str, *, tenant: str = DEFAULT_TENANT) -> int:
+    async def delete(self, doc_id: str, *, access: DocumentAccess = TRUSTED_DEFAULT_TENANT) -> int:
+        """Remove ``doc_id`` from ``access.tenant``: 0 when no such document exists, ``Forbidden`` when
+        one exists that the caller may not read."""
         async with self._lock.write():
-            return await self._backend.delete_document(doc_id, tenant=tenant)
+            access.check_writable([doc_id], await self._backend.document_readers([doc_id], tenant=access.tenant))
+            return await self._backend.delete_document(doc_id, tenant=access.tenant)
+
+    async def _check_writable(self, access: DocumentAccess, doc_ids: list[str]) -> None:
+        if doc_ids:
+            access.check_writable(doc_ids, await self._backend.document_readers(doc_ids, tenant=access.tenant))
 
     async def _plan(self, documents: list[SourceDocument], tenant: str) -> _Plan:
         plan = _Plan(changed=[], unchanged=[], failed=[])
-        # Chunking is CPU work (the embedder's tokenizer): one thread hop for the whole request.
-        chunked = await asyncio.to_thread(lambda: [self._chunker.chunk_document(document) for document in documents])
+        # Chunking is CPU work (the embedder's tokenizer): one trip to the ingest pool for the whole request.
+        chunked = await self._work.chunk(documents)
         for document, chunks in zip(documents, chunked, strict=True):
             if not chunks:
                 plan.failed.append(IngestFailure(name=document.doc_id, reason="no indexable text (only headings?)"))
@@ -271,7 +313,7 @@ class Ingestor:
             for chunk_id, (_, vectors) in (await self._backend.document_sentence_vectors(doc_id, tenant=tenant)).items():
                 if vectors is not None and vectors.method == "pooled" and chunk_id in stored:
                     kept[chunk_id] = vectors
-        inputs = await asyncio.to_thread(lambda: [sentence_inputs(c.text, c.title, c.section_path) for c in chunks])
+        inputs = await self._work.sentence_inputs(chunks)
         vectors = np.empty((len(chunks), self._embedder.dim), dtype=np.float32)
         todo: list[int] = []
         for row, (chunk, (context, spans, _)) in enumerate(zip(chunks, inputs, strict=True)):
@@ -300,12 +342,12 @@ class Ingestor:
         return vectors
 
     async def _embed_pooled(self, texts: list[str], pools: list[list[Pool]]) -> tuple[np.ndarray, list[np.ndarray]]:
-        """``encode_documents_pooled`` in length-sorted batches, one thread hop per batch."""
+        """``encode_documents_pooled`` in length-sorted batches, one trip to the ingest pool per batch."""
         vectors = np.empty((len(texts), self._embedder.dim), dtype=np.float32)
         pooled: list[np.ndarray] = [np.empty((0, self._embedder.dim), dtype=np.float32)] * len(texts)
         for positions in length_batches([len(text) for text in texts], self._batch_size):
-            batch, rows = await asyncio.to_thread(
-                self._embedder.encode_documents_pooled, [texts[i] for i in positions], [pools[i] for i in positions]
+            batch, rows = await self._work.encode_documents_pooled(
+                [texts[i] for i in positions], [pools[i] for i in positions]
             )
             vectors[positions] = batch
             for i, matrix in zip(positions, rows, strict=True):
@@ -318,25 +360,11 @@ class Ingestor:
         for doc_id in sorted(plan.indexed):
             stored = await self._backend.document_sentence_vectors(doc_id, tenant=tenant)
             known.update(stored_vectors(stored.values(), self._embedder.dim, methods=("embedded",)))
-        # Sentence cutting and token counting are CPU work: one thread hop for the whole request.
-        inputs = await asyncio.to_thread(
-            lambda: [self._fitting(*sentence_inputs(c.text, c.title, c.section_path), c.text) for c in chunks]
-        )
+        # Sentence cutting and token counting are CPU work: one trip to the ingest pool for the whole
+        # request; only the sentences whose string fits the model whole are kept (``ingest_pool``).
+        inputs = await self._work.fitted_sentence_inputs(chunks)
         wanted = dict.fromkeys(text for _, _, texts in inputs for text in texts)
         return _SentencePlan(inputs, known, [text for text in wanted if text not in known])
-
-    def _fitting(
-        self, context: str, spans: list[tuple[int, int]], texts: list[str], chunk_text: str
-    ) -> tuple[str, list[tuple[int, int]], list[str]]:
-        """Only the sentences whose string fits the model whole. A longer one (a very long title in
-        the context) would be truncated, its sentence cut out of its own vector; it is left to the
-        answerer, which embeds the same string (same vector) if it ever scores it. Usually the
-        context and the whole chunk fit, and nothing is counted per sentence."""
-        budget = self._embedder.max_seq_length - SPECIAL_TOKENS
-        if not texts or self._embedder.count_tokens(context + chunk_text) + SPECIAL_TOKENS <= budget:
-            return context, spans, texts
-        kept = [(span, text) for span, text in zip(spans, texts) if self._embedder.count_tokens(text) <= budget]
-        return context, [span for span, _ in kept], [text for _, text in kept]
 
     async def _embed(self, texts: list[str]) -> np.ndarray:
         """One vector per text; each distinct text is embedded once (a sentence of a chunk without
@@ -346,9 +374,9 @@ class Ingestor:
         distinct = list(dict.fromkeys(texts))
         vectors = np.empty((len(distinct), self._embedder.dim), dtype=np.float32)
         for positions in length_batches([len(text) for text in distinct], self._batch_size):
-            # One thread hop per batch keeps the event loop (and readiness probes) responsive.
+            # One trip to the ingest pool per batch keeps the event loop (and readiness probes) responsive.
             batch = [distinct[i] for i in positions]
-            vectors[positions] = await asyncio.to_thread(self._embedder.encode_documents, batch)
+            vectors[positions] = await self._work.encode_documents(batch)
         if len(distinct) == len(texts):
             return vectors
         row = {text: n for n, text in enumerate(distinct)}
@@ -364,7 +392,7 @@ class Ingestor:
     ) -> set[str]:
         """Replace the documents' chunks; returns the doc ids the backend rejected (reported in ``failed``)."""
         try:
-            await self._backend.replace_documents(doc_ids, chunks, vectors, tenant=tenant)
+            await self._write(doc_ids, chunks, vectors, tenant)
         except ChunkWriteError as error:
             # A document is all in or reported failed: remove what did go in of a rejected one,
             # so a search never returns half of it and the next ingest sees it as changed.
@@ -374,6 +402,30 @@ class Ingestor:
                 failed.append(IngestFailure(name=doc_id, reason="index rejected " + "; ".join(reasons)))
             return error.doc_ids
         return set()
+
+    async def _write(self, doc_ids: list[str], chunks: list[ChunkRecord], vectors: np.ndarray, tenant: str) -> None:
+        """``replace_documents``, called under the write side of the lock. A backend that can prepare
+        a replacement out of sight of searches (the embedded index: its queued tantivy documents and its
+        new vectors in the graph, seconds for thousands of chunks) gets readers let back in meanwhile,
+        so searches wait for its commit only and still never see half of a request's documents."""
+        prepare = getattr(self._backend, "prepare_replacement", None)
+        if prepare is None:
+            await self._backend.replace_documents(doc_ids, chunks, vectors, tenant=tenant)
+            return
+        async with self._lock.readers_in():
+            preparing = asyncio.ensure_future(prepare(doc_ids, chunks, vectors, tenant=tenant))
+            try:
+                prepared = await asyncio.shield(preparing)
+            except asyncio.CancelledError:
+                # The preparation runs on in its thread: drop what it made once it is done.
+                preparing.add_done_callback(self._abandon_when_prepared)
+                raise
+        # Cancelled or not, the commit runs on in its thread (a failed one undoes itself).
+        await self._backend.commit_prepared(prepared)
+
+    def _abandon_when_prepared(self, preparing: asyncio.Future) -> None:
+        if not preparing.cancelled() and preparing.exception() is None:
+            asyncio.ensure_future(self._backend.abandon_prepared(preparing.result()))
 
 
 def length_batches(lengths: list[int], size: int) -> list[list[int]]:

@@ -12,11 +12,15 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from rag_common.embedders import Embedder
 from rag_common.embedders.factory import build_embedder as build_configured_embedder
 from rag_retriever.backends.base import FusionSettings, SearchBackend
 from rag_retriever.chunking import Chunker
+from rag_retriever.document_access import ContentDigest, DocumentCatalog
+from rag_retriever.ingest_limits import IngestLimits
+from rag_retriever.ingest_pool import IngestPool, open_ingest_pool
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.learned_fusion import SHIPPED_MODEL, FusionModel
 from rag_retriever.locking import ReadWriteLock
@@ -33,6 +37,9 @@ class RetrieverRuntime:
     lock: ReadWriteLock
     ingestor: Ingestor
     search: SearchService
+    catalog: DocumentCatalog
+    #: Where ingestion's CPU work runs and the queue in front of it (``ingest_pool``).
+    ingest_pool: IngestPool
 
     def search_with(self, fusion: FusionSettings, learned: FusionModel | None = None) -> SearchService:
         """A search service over the same index and lock with another hybrid fusion, or a learned
@@ -117,25 +124,44 @@ async def open_runtime(
     loaded model across runtimes (tests, evaluation); otherwise it is built from the settings."""
     settings = settings or RetrieverSettings()
     learned = load_fusion_model(settings)  # before the slow parts: a bad file stops the start at once
+    digest = content_digest(settings)
     model = embedder or build_embedder(settings)
     await asyncio.to_thread(model.warm_up)
     backend = await open_backend(settings, dim=model.dim, model_id=model.model_id)
+    pool: IngestPool | None = None
     try:
         lock = ReadWriteLock()
         chunker = Chunker(
             EmbedderTokenizer(model), settings.chunk_tokens, settings.chunk_overlap_tokens, settings.embed_template,
             sentence_vectors=settings.sentence_vectors,
         )
+        # An embedder handed in (tests, the eval harness) cannot cross into a worker process: threads.
+        pool = open_ingest_pool(settings, chunker, model, isolation="thread" if embedder is not None else None)
         yield RetrieverRuntime(
             settings=settings,
             embedder=model,
             backend=backend,
             lock=lock,
-            ingestor=Ingestor(backend, model, chunker, lock, sentence_vectors=settings.sentence_vectors),
+            ingestor=Ingestor(
+                backend, model, chunker, lock, sentence_vectors=settings.sentence_vectors, digest=digest,
+                limits=IngestLimits.of(settings), work=pool.work,
+            ),
             search=SearchService(
                 backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k,
                 graph=GraphDefaults.of(settings), learned=learned,
             ),
+            catalog=DocumentCatalog(backend, digest),
+            ingest_pool=pool,
         )
     finally:
+        if pool is not None:
+            await pool.close()
         await backend.close()
+
+
+def content_digest(settings: RetrieverSettings) -> ContentDigest:
+    """The key of the shown content hashes: the configured secret, else the key file (created once)."""
+    if settings.content_digest_key is not None:
+        return ContentDigest(settings.content_digest_key.get_secret_value().encode("utf-8"))
+    path = settings.content_digest_key_file or str(Path(settings.index_dir) / "content-digest.key")
+    return ContentDigest.from_key_file(Path(path))

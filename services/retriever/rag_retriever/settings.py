@@ -23,6 +23,20 @@ class RetrieverSettings(ServiceSettings):
     index_dir: str = Field(
         default="var/index", description="Directory of the embedded index (tantivy + hnswlib). Default var/index."
     )
+    content_digest_key: SecretStr | None = Field(
+        default=None,
+        description="Secret (at least 16 bytes, any text) keying the content_hash the API shows: HMAC-SHA256 per "
+        "tenant of each document's SHA-256, so a guessed text cannot be confirmed offline against a listed hash "
+        "(docs/security.md). Every replica of the retriever must have the same one (a Kubernetes Secret; "
+        "changing it changes every shown hash, nothing is re-indexed). Default None: the key in "
+        "content_digest_key_file.",
+    )
+    content_digest_key_file: str | None = Field(
+        default=None,
+        description="File holding the content digest key when content_digest_key is unset; created once (32 "
+        "random bytes, mode 0600) when missing, so hashes stay the same across restarts of one retriever. "
+        "Default None: content-digest.key inside index_dir.",
+    )
     embedding_model: str = Field(
         default="all-MiniLM-L6-v2",
         description="Bi-encoder: a packaged model name, a local directory or a cached HF id. Default all-MiniLM-L6-v2.",
@@ -75,6 +89,61 @@ class RetrieverSettings(ServiceSettings):
         ge=1,
         description="Most files in one upload request; more is a 413 before any is parsed (ragctl ingest sends "
         "batches of 16). Default 100.",
+    )
+    # ---- bounds on one ingest request and where its CPU work runs (docs/retriever.md, "Limits and the
+    # ingest pool"; issue 29: one 10.5 MB document held the retriever for ten minutes) ----
+    max_document_chars: int = Field(
+        default=10_000_000,
+        ge=1,
+        description="Most characters in one document's text (JSON document or parsed file); a longer one refuses "
+        "the request with a 413 naming this setting, before anything is chunked, embedded or written. Bounds a "
+        "document's chunking time and memory. 10 million accepts an 8 MiB document (bench/ingest_scaling.py's "
+        "largest: 7,769 chunks in 287 s) with room; 10 million characters of short words are about 9,300 "
+        "chunks, about 6 minutes of the 2-core machine, within the gateway's 600 s ingest timeout. "
+        "Default 10000000.",
+    )
+    max_chunks_per_request: int = Field(
+        default=10_000,
+        ge=1,
+        description="Most chunks one ingest request may write (the chunks of its new or changed documents); more "
+        "refuses the request with a 413 naming this setting, after chunking and before anything is embedded or "
+        "written. Bounds a request's embedding work, which dominates ingestion: 37 ms of wall time (71 ms of "
+        "CPU) per chunk on the 2-core machine (bench/ingest_scaling.py), so 10,000 chunks take about 6 minutes, "
+        "within the gateway's 600 s ingest timeout with room for a busier machine; an 8 MiB document of short "
+        "words makes 7,769. Default 10000.",
+    )
+    ingest_isolation: Literal["process", "thread"] = Field(
+        default="process",
+        description="Where ingestion's CPU work (parsing uploads, chunking, sentence cutting, embedding) runs. "
+        "process: in ingest_workers worker processes with their own copy of the embedder, at a lower CPU "
+        "priority (ingest_nice), so neither the GIL nor the CPU is taken from searches (measured: search p95 "
+        "during a 1 MiB ingest 1.3x idle, against 2.5x with the work in threads); costs a second copy of the "
+        "model and its memory arena (~1 GiB at peak) and a second or two at start (in the background), and the "
+        "ingest yields the CPU to searches. thread: a pool of ingest_workers threads "
+        "in the retriever's process. An embedder handed to the app in code (tests, the eval harness) is always "
+        "used in threads. Default process.",
+    )
+    ingest_workers: int = Field(
+        default=1,
+        ge=1,
+        description="Ingest requests whose CPU work runs at once (worker processes or threads). The embedder "
+        "already uses every core for one batch, so more workers only share the same cores and add memory. "
+        "Default 1.",
+    )
+    ingest_queue: int = Field(
+        default=4,
+        ge=0,
+        description="Ingest requests that may wait for a worker; one more is refused at once with a 503 and "
+        "Retry-After (the expected wait) instead of waiting blind. 4 lets ragctl ingest (2 batches in flight) and "
+        "a few uploads queue; each waiting request holds its body (up to 20 MiB). Default 4.",
+    )
+    ingest_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="CPU priority the ingest worker processes lower themselves by (nice), so the kernel gives the "
+        "cores to searches first and ingestion takes what is left; 0 shares them equally. Process isolation "
+        "only. Default 10.",
     )
     default_top_k: int = Field(
         default=10, ge=1, le=MAX_SEARCH_TOP_K, description="Passages returned when a search request gives no top_k. Default 10."

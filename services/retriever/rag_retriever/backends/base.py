@@ -141,15 +141,11 @@ class Indexer(Protocol):
 
 class ContentLookup(Protocol):
     async def documents_with_content(
-        self, hashes: Collection[str], *, tenant: str | None = None
+        self, hashes: Collection[str], *, tenant: str | None = None, access: AccessFilter | None = None
     ) -> dict[str, list[str]]:
-        """For each of ``hashes`` that indexed chunks (of ``tenant``) carry as ``content_hash``, the ids of
-        the documents holding it (sorted, at most ``MAX_DOCUMENTS_PER_CONTENT``); hashes no document
-        holds are absent."""
-
-
-class IngestTarget(Indexer, ContentLookup, Protocol):
-    """What the ingestor needs: writes, and which documents already hold a content (duplicates)."""
+        """For each of ``hashes`` that indexed chunks (of ``tenant``, readable under ``access`` when
+        given) carry as ``content_hash``, the ids of the documents holding it (sorted, at most
+        ``MAX_DOCUMENTS_PER_CONTENT``); hashes no such document holds are absent."""
 
 
 class Searcher(Protocol):
@@ -180,11 +176,23 @@ class Searcher(Protocol):
 
 
 class Catalog(Protocol):
-    async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
-        """One entry per indexed document (of ``tenant``), ordered by doc_id."""
+    async def list_documents(
+        self, *, tenant: str | None = None, access: AccessFilter | None = None
+    ) -> list[DocumentInfo]:
+        """One entry per indexed document (of ``tenant``, readable under ``access`` when given),
+        ordered by doc_id; ``content_hash`` as stored (the API shows a keyed digest of it)."""
+
+    async def document_readers(self, doc_ids: Collection[str], *, tenant: str) -> dict[str, list[str]]:
+        """``{doc_id: readers}`` of those of ``doc_ids`` indexed in ``tenant`` (unknown ids are absent):
+        what the write rule (``document_access.DocumentAccess``) checks before a replace or delete."""
 
     async def count(self) -> int:
         """Number of indexed chunks."""
+
+
+class IngestTarget(Indexer, ContentLookup, Catalog, Protocol):
+    """What the ingestor needs: writes, which documents already hold a content (duplicates), and who
+    may read the documents it would replace (the write rule)."""
 
 
 class SearchBackend(Indexer, ContentLookup, Searcher, Catalog, Protocol):

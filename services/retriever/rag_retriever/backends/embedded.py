@@ -54,7 +54,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ from rag_retriever.backends.base import (
     FusionSettings,
     IndexMismatchError,
 )
-from rag_retriever.entity_graph import EntityGraph, chunk_node
+from rag_retriever.entity_graph import ChunkNode, EntityGraph, chunk_node
 from rag_retriever.entity_graph_store import GraphStore
 from rag_retriever.fusion import candidates_per_list, min_max_scores, rrf_scores
 from rag_retriever.fusion_candidates import FusionCandidates, fusion_candidates
@@ -117,6 +117,10 @@ _SWEEP_PAUSE_S = 0.002
 #: Distinct (tenant, readers) pairs up to which a dense search checks whether the caller reads them
 #: all (then the graph walk runs unfiltered); an index with more always filters.
 _MAX_ACCESS_PAIRS_CHECKED = 64
+#: Vectors a write adds to the graph per locked step while it is prepared: a search waits at most one
+#: step (64 insertions, ~20 ms at ef_construction 200), instead of the whole write's (8,000 chunks:
+#: 2.5 s; issue 29). Paused between steps like the sweep, for the same reason.
+_STAGE_STEP = 64
 
 
 def _build_schema(format_version: int) -> tantivy.Schema:
@@ -153,6 +157,23 @@ def _write_atomically(path: Path, write: Any) -> None:
     with open(tmp, "rb") as handle:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+@dataclass(slots=True)
+class PreparedWrite:
+    """A write whose labels are reserved, whose tantivy operations are queued and whose vectors are
+    (``staged`` of them) in the graph, not yet visible (``EmbeddedIndex._prepare``)."""
+
+    #: Live labels the write deletes (the replaced documents' chunks, and chunks of the same ids).
+    replaced: list[int]
+    #: The new chunks' labels, in the order of ``chunks`` and ``vectors``.
+    labels: list[int]
+    chunks: list[ChunkRecord]
+    vectors: np.ndarray
+    #: The new chunks' entity-graph nodes (``chunk_node``), made before the commit.
+    nodes: list[tuple[int, ChunkNode]] = field(default_factory=list)
+    #: How many of ``labels`` are in the graph already.
+    staged: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +218,11 @@ class EmbeddedIndex:
         self._ef_construction = ef_construction
         self._ef_search = ef_search
         self._lock = threading.RLock()
+        #: Serialises writes (taken before ``_lock``, never after it): a write prepares outside
+        #: ``_lock`` (``_prepare``), so another write must not start meanwhile.
+        self._write_lock = threading.RLock()
+        #: The write prepared and not yet committed: its labels are in the graph but not live.
+        self._pending: PreparedWrite | None = None
         self._closed = False
 
         self.index_dir.mkdir(parents=True, exist_ok=True)
@@ -258,15 +284,54 @@ class EmbeddedIndex:
         """Delete ``doc_ids`` of ``tenant`` and add ``chunks`` in one tantivy commit (see ``_write``)."""
         self._write([self._doc_query(doc_id, tenant) for doc_id in dict.fromkeys(doc_ids)], chunks, vectors)
 
+    def prepare_replacement(
+        self, doc_ids: Collection[str], chunks: list[ChunkRecord], vectors: np.ndarray, *, tenant: str
+    ) -> PreparedWrite | None:
+        """The first half of ``replace_documents``, out of sight of searches: commit it with
+        ``commit_prepared`` (or drop it with ``abandon_prepared``); no other write may come between.
+        None when there is nothing to write. Lets the ingestor hold its readers-writer lock alone for
+        the commit only (``Ingestor._write``)."""
+        with self._write_lock:
+            return self._prepare([self._doc_query(doc_id, tenant) for doc_id in dict.fromkeys(doc_ids)], chunks, vectors)
+
+    def commit_prepared(self, prepared: PreparedWrite | None) -> None:
+        """The second half of ``replace_documents`` (see ``_commit``)."""
+        if prepared is not None:
+            with self._write_lock:
+                self._commit(prepared)
+
+    def abandon_prepared(self, prepared: PreparedWrite | None) -> None:
+        """Drop a prepared write that will not be committed: nothing of it was ever visible."""
+        if prepared is not None:
+            with self._write_lock:
+                self._abandon(prepared)
+
     def _write(self, removed: list[tantivy.Query], chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
         """Delete the chunks matching any of ``removed`` or sharing a ``chunk_id`` with ``chunks``, add
         ``chunks``: one tantivy commit, so a kill -9 leaves all of it or none of it on disk. The graph
-        follows (``_update_graph``); a crash before it is saved is repaired on open (``_reconcile``)."""
+        follows (``_update_graph``); a crash before it is saved is repaired on open (``_reconcile``).
+
+        Two steps (``_prepare``, ``_commit``) so that searches wait for the commit only: preparing
+        8,000 chunks (their tantivy documents, entity nodes and graph insertions) took seconds under
+        the lock a search needs, the commit a fraction of that (docs/retriever.md, "Limits and the
+        ingest pool")."""
+        with self._write_lock:
+            prepared = self._prepare(removed, chunks, vectors)
+            if prepared is not None:
+                self._commit(prepared)
+
+    def _prepare(self, removed: list[tantivy.Query], chunks: list[ChunkRecord], vectors: np.ndarray) -> PreparedWrite | None:
+        """Everything of a write that searches cannot see yet: the labels it replaces (read now: no
+        other write comes between), new labels reserved, its deletes and documents queued in tantivy's
+        writer (invisible until the commit), its entity nodes, and its vectors added to the HNSW graph
+        in steps of ``_STAGE_STEP`` under the index lock, a search waiting at most one step. Searches
+        skip those labels until the commit makes them live (``_dense_labels``: only labels in the
+        access map are returned while a write is pending)."""
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape != (len(chunks), self.dim):
             raise ValueError(f"expected vectors of shape ({len(chunks)}, {self.dim}), got {vectors.shape}")
         if not chunks and not removed:
-            return
+            return None
         if not np.isfinite(vectors).all():
             raise ValueError("vectors contain NaN or infinity")
         # The same chunk_id twice in one batch: the last one wins, as if upserted one after the other.
@@ -274,40 +339,93 @@ class EmbeddedIndex:
         rows = sorted(row_of.values())
         with self._lock:
             self._ensure_open()
+            if self._pending is not None:
+                # Its owner went away without committing or abandoning it (a cancelled request).
+                logger.warning("dropping a prepared write that was never committed")
+                self._abandon(self._pending)
             searcher = self._index.searcher()
             replaced = set(self._labels_matching(searcher, Query.term_set_query(self._schema, "chunk_id", list(row_of))))
             for query in removed:
                 replaced.update(self._labels_matching(searcher, query))
             if not replaced and not rows:
-                return
+                return None
+            # Reserved now and never handed out again, whatever becomes of this write: two chunks must
+            # never share a label (a commit that raised may still be on disk).
             labels = list(range(self._next_label, self._next_label + len(rows)))
+            self._next_label += len(rows)
+            prepared = PreparedWrite(
+                replaced=sorted(replaced), labels=labels, chunks=[chunks[row] for row in rows], vectors=vectors[rows]
+            )
+            # With replace_deleted, deleted slots are reused first: live + new must fit. Resizing is
+            # not safe beside a search, so it happens here, under the lock.
+            needed = self._live + len(labels)
+            capacity = self._hnsw.get_max_elements()
+            if needed > capacity:
+                self._hnsw.resize_index(max(needed, capacity * 2))
+            self._pending = prepared
+        try:
+            for query in removed:
+                self._writer.delete_documents_by_query(query)
+            for chunk_id in row_of:
+                self._writer.delete_documents_by_term("chunk_id", chunk_id)
+            for label, chunk, vector in zip(labels, prepared.chunks, prepared.vectors, strict=True):
+                self._writer.add_document(self._to_document(chunk, vector, label))
+            prepared.nodes = [(label, chunk_node(chunk)) for label, chunk in zip(labels, prepared.chunks, strict=True)]
+            for start in range(0, len(labels), _STAGE_STEP):
+                with self._lock:
+                    self._ensure_open()
+                    stop = min(start + _STAGE_STEP, len(labels))
+                    self._hnsw.add_items(prepared.vectors[start:stop], labels[start:stop], num_threads=1, replace_deleted=True)
+                    prepared.staged = stop
+                time.sleep(_SWEEP_PAUSE_S)
+        except BaseException:
+            self._abandon(prepared)
+            raise
+        return prepared
+
+    def _commit(self, prepared: PreparedWrite) -> None:
+        """Make a prepared write visible, under the lock searches take: tantivy's commit, the access
+        map, the entity graph, the replaced labels deleted from the graph (its new vectors are in
+        already) and the graph saved."""
+        with self._lock:
+            self._ensure_open()
+            if self._pending is not prepared:
+                raise RuntimeError("this write was dropped: another write came between its preparation and commit")
             try:
-                for query in removed:
-                    self._writer.delete_documents_by_query(query)
-                for chunk_id in row_of:
-                    self._writer.delete_documents_by_term("chunk_id", chunk_id)
-                for label, row in zip(labels, rows, strict=True):
-                    self._writer.add_document(self._to_document(chunks[row], vectors[row], label))
                 self._writer.commit()
             except Exception:
-                self._writer.rollback()
                 # A commit that raised may still be on disk (tantivy swaps its meta.json before some of
-                # its clean-up): its labels are never handed out again, or two chunks could share one,
-                # and the graph may lack its chunks until the next open repairs it in full.
-                self._next_label += len(rows)
+                # its clean-up): the graph may lack its chunks until the next open repairs it in full.
+                self._abandon(prepared)
                 self._graph_verified = False
                 raise
-            self._next_label += len(rows)
+            self._pending = None
             self._index.reload()
-            for label in replaced:
+            for label in prepared.replaced:
                 self._forget_access(label)
-            for label, row in zip(labels, rows, strict=True):
-                self._remember_access(label, chunks[row])
-            self._update_entity_graph(sorted(replaced), [(label, chunks[row]) for label, row in zip(labels, rows, strict=True)])
-            self._update_graph(deleted=sorted(replaced), labels=labels, vectors=vectors[rows])
+            for label, chunk in zip(prepared.labels, prepared.chunks, strict=True):
+                self._remember_access(label, chunk)
+            self._update_entity_graph(
+                prepared.replaced, list(zip(prepared.labels, prepared.chunks, strict=True)), nodes=prepared.nodes
+            )
+            self._update_graph(deleted=prepared.replaced, labels=prepared.labels, vectors=prepared.vectors, staged=True)
+
+    def _abandon(self, prepared: PreparedWrite) -> None:
+        """Undo a prepared write: tantivy's queued operations rolled back, its staged vectors marked
+        deleted (their labels are never reused). The graph file on disk never had them."""
+        with self._lock:
+            if self._pending is not prepared:
+                return  # committed, or dropped already
+            self._pending = None
+            if self._closed:
+                return
+            self._writer.rollback()
+            for label in prepared.labels[: prepared.staged]:
+                self._hnsw.mark_deleted(label)
+            prepared.staged = 0
 
     def delete_document(self, doc_id: str, *, tenant: str | None = None) -> int:
-        with self._lock:
+        with self._write_lock:
             self._ensure_open()
             query = self._doc_query(doc_id, tenant)
             deleted = len(self._labels_matching(self._index.searcher(), query))
@@ -316,9 +434,11 @@ class EmbeddedIndex:
             return deleted
 
     def close(self) -> None:
-        with self._lock:
+        with self._write_lock, self._lock:
             if self._closed:
                 return
+            if self._pending is not None:
+                self._abandon(self._pending)
             self._closed = True
             try:
                 self._writer.wait_merging_threads()
@@ -367,6 +487,16 @@ class EmbeddedIndex:
             record.chunk_id: (record.text, record.sentence_vectors)
             for record in self._records_matching(searcher, self._doc_query(doc_id, tenant))
         }
+
+    def document_readers(self, doc_ids: Collection[str], *, tenant: str) -> dict[str, list[str]]:
+        searcher = self._searcher()
+        readers = {}
+        for doc_id in sorted(set(doc_ids)):
+            # Every chunk of a document carries the same readers: one hit says them.
+            hits = searcher.search(self._doc_query(doc_id, tenant), limit=1).hits
+            if hits:
+                readers[doc_id] = list(self._record(searcher, hits[0][1]).readers)
+        return readers
 
     def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
@@ -433,6 +563,10 @@ class EmbeddedIndex:
                 entry = access_of.get(label)
                 return entry is not None and access.allows(*entry)
 
+        elif self._pending is not None:
+            # A write is being prepared: its vectors are in the graph but not live yet (the access map
+            # has the live labels only).
+            allowed = self._access_of.__contains__
         if k <= 0:
             return [], []
         labels, distances = self._nearest(query, k, allowed)
@@ -500,7 +634,9 @@ class EmbeddedIndex:
         hits.sort(key=lambda hit: (-hit.score, hit.chunk.chunk_id))
         return hits[:k]
 
-    def documents_with_content(self, hashes: Collection[str], *, tenant: str | None = None) -> dict[str, list[str]]:
+    def documents_with_content(
+        self, hashes: Collection[str], *, tenant: str | None = None, access: AccessFilter | None = None
+    ) -> dict[str, list[str]]:
         wanted = sorted(set(hashes))
         searcher = self._searcher()
         holders: dict[str, list[str]] = {}
@@ -516,17 +652,17 @@ class EmbeddedIndex:
                 }
             }
             query = self._in_tenant(Query.term_set_query(self._schema, "content_hash", batch), tenant)
-            result = searcher.aggregate(query, aggregation)
+            result = searcher.aggregate(self._restricted(query, access), aggregation)
             for bucket in result["hashes"]["buckets"]:
                 holders[bucket["key"]] = sorted(doc["key"] for doc in bucket["docs"]["buckets"])
         return holders
 
-    def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
+    def list_documents(self, *, tenant: str | None = None, access: AccessFilter | None = None) -> list[DocumentInfo]:
         searcher = self._searcher()
         if searcher.num_docs == 0:
             return []
         result = searcher.aggregate(
-            self._in_tenant(Query.all_query(), tenant),
+            self._restricted(self._in_tenant(Query.all_query(), tenant), access),
             {"docs": {"terms": {"field": "doc_id", "size": _MAX_LISTED_DOCUMENTS}}},
         )
         documents = []
@@ -615,12 +751,16 @@ class EmbeddedIndex:
             return fusion_candidates(self, query, dense, bm25, k, filters, access, with_vectors=with_vectors,
                                      ppr=ppr, options=options, dense_weight=dense_weight)
 
-    def _update_entity_graph(self, deleted: list[int], added: list[tuple[int, ChunkRecord]]) -> None:
+    def _update_entity_graph(
+        self, deleted: list[int], added: list[tuple[int, ChunkRecord]], *, nodes: list[tuple[int, ChunkNode]] | None = None
+    ) -> None:
         """After a tantivy commit: its replaced labels leave the graph, its new chunks join; their rows
         written in one SQLite transaction (cost: the write's chunks, not the graph). A crash before it
-        commits is repaired on open (``_reconcile``)."""
+        commits is repaired on open (``_reconcile``). ``nodes``: the chunks' nodes, made beforehand
+        (``_prepare``: entity extraction is most of the cost, and needs no lock)."""
         try:
-            nodes = [(label, chunk_node(chunk)) for label, chunk in added]
+            if nodes is None:
+                nodes = [(label, chunk_node(chunk)) for label, chunk in added]
             self._entity_graph.remove(deleted)
             for label, node in nodes:
                 self._entity_graph.add(label, node)
@@ -967,12 +1107,16 @@ class EmbeddedIndex:
                 deleted.append(label)
         return deleted
 
-    def _update_graph(self, deleted: list[int], labels: list[int], vectors: np.ndarray) -> None:
+    def _update_graph(self, deleted: list[int], labels: list[int], vectors: np.ndarray, *, staged: bool = False) -> None:
+        """``deleted`` leave the graph, ``labels`` join it (``staged``: they are in it already, added
+        by ``_prepare``, and become live now), and the graph is saved."""
         try:
             for label in deleted:
                 self._hnsw.mark_deleted(label)
                 self._live -= 1
-            if labels:
+            if labels and staged:
+                self._live += len(labels)
+            elif labels:
                 self._add_to_graph(labels, vectors)
             self._save_graph()
         except Exception:
@@ -1149,6 +1293,19 @@ class EmbeddedBackend:
     ) -> None:
         await asyncio.to_thread(self.index.replace_documents, doc_ids, chunks, vectors, tenant=tenant)
 
+    # A replacement in two steps (``EmbeddedIndex.prepare_replacement``): the ingestor lets searches run
+    # while it is prepared and holds its lock alone for the commit (``Ingestor._write``).
+    async def prepare_replacement(
+        self, doc_ids: Collection[str], chunks: list[ChunkRecord], vectors: np.ndarray, *, tenant: str
+    ) -> PreparedWrite | None:
+        return await asyncio.to_thread(self.index.prepare_replacement, doc_ids, chunks, vectors, tenant=tenant)
+
+    async def commit_prepared(self, prepared: PreparedWrite | None) -> None:
+        await asyncio.to_thread(self.index.commit_prepared, prepared)
+
+    async def abandon_prepared(self, prepared: PreparedWrite | None) -> None:
+        await asyncio.to_thread(self.index.abandon_prepared, prepared)
+
     async def document_chunk_ids(self, doc_id: str, *, tenant: str | None = None) -> set[str]:
         return await asyncio.to_thread(self.index.document_chunk_ids, doc_id, tenant=tenant)
 
@@ -1163,10 +1320,13 @@ class EmbeddedBackend:
     ) -> dict[str, tuple[str, SentenceVectors | None]]:
         return await asyncio.to_thread(self.index.document_sentence_vectors, doc_id, tenant=tenant)
 
+    async def document_readers(self, doc_ids: Collection[str], *, tenant: str) -> dict[str, list[str]]:
+        return await asyncio.to_thread(self.index.document_readers, doc_ids, tenant=tenant)
+
     async def documents_with_content(
-        self, hashes: Collection[str], *, tenant: str | None = None
+        self, hashes: Collection[str], *, tenant: str | None = None, access: AccessFilter | None = None
     ) -> dict[str, list[str]]:
-        return await asyncio.to_thread(self.index.documents_with_content, hashes, tenant=tenant)
+        return await asyncio.to_thread(self.index.documents_with_content, hashes, tenant=tenant, access=access)
 
     async def search_dense(
         self, vector: np.ndarray, k: int, filters: Filters | None = None,
@@ -1220,8 +1380,10 @@ class EmbeddedBackend:
             with_vectors=with_vectors, ppr=ppr, options=options, dense_weight=dense_weight,
         )
 
-    async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
-        return await asyncio.to_thread(self.index.list_documents, tenant=tenant)
+    async def list_documents(
+        self, *, tenant: str | None = None, access: AccessFilter | None = None
+    ) -> list[DocumentInfo]:
+        return await asyncio.to_thread(self.index.list_documents, tenant=tenant, access=access)
 
     async def count(self) -> int:
         return await asyncio.to_thread(self.index.count)

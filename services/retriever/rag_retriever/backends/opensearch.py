@@ -202,13 +202,21 @@ class OpenSearchBackend:
 
     # ------------------------------------------------------------------ ContentLookup
 
+    async def document_readers(self, doc_ids: Collection[str], *, tenant: str) -> dict[str, list[str]]:
+        wanted = sorted(set(doc_ids))
+        readers: dict[str, list[str]] = {}
+        for start in range(0, len(wanted), PAGE_SIZE):
+            body = dsl.document_readers_body(wanted[start : start + PAGE_SIZE], tenant)
+            readers.update(dsl.document_readers_from(await self._client.search(index=self.alias, body=body)))
+        return readers
+
     async def documents_with_content(
-        self, hashes: Collection[str], *, tenant: str | None = None
+        self, hashes: Collection[str], *, tenant: str | None = None, access: AccessFilter | None = None
     ) -> dict[str, list[str]]:
         wanted = sorted(set(hashes))
         holders: dict[str, list[str]] = {}
         for start in range(0, len(wanted), PAGE_SIZE):
-            body = dsl.documents_with_content_body(wanted[start : start + PAGE_SIZE], tenant)
+            body = dsl.documents_with_content_body(wanted[start : start + PAGE_SIZE], tenant, access)
             holders.update(dsl.documents_with_content_from(await self._client.search(index=self.alias, body=body)))
         return holders
 
@@ -279,11 +287,13 @@ class OpenSearchBackend:
 
     # ------------------------------------------------------------------ Catalog
 
-    async def list_documents(self, *, tenant: str | None = None) -> list[DocumentInfo]:
+    async def list_documents(
+        self, *, tenant: str | None = None, access: AccessFilter | None = None
+    ) -> list[DocumentInfo]:
         documents: list[DocumentInfo] = []
         after = None
         while True:
-            body = dsl.list_documents_body(PAGE_SIZE, after, tenant)
+            body = dsl.list_documents_body(PAGE_SIZE, after, tenant, access)
             response = await self._client.search(index=self.alias, body=body)
             aggregation = response["aggregations"]["docs"]
             for bucket in aggregation["buckets"]:

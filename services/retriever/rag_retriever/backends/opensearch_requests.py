@@ -396,13 +396,30 @@ def fingerprint_body(doc_id: str, tenant: str | None = None) -> dict[str, Any]:
     return {"size": 1, "_source": ["doc_fingerprint"], "query": doc_query(doc_id, tenant)}
 
 
-def list_documents_body(page_size: int, after: str | None = None, tenant: str | None = None) -> dict[str, Any]:
-    """One page of documents (of ``tenant``): a composite aggregation on doc_id (pages through all of
-    them, unlike ``terms``), with one chunk's title, source and content hash per document."""
+def scope_clauses(tenant: str | None, access: AccessFilter | None) -> list[dict[str, Any]]:
+    """The documents of ``tenant`` that ``access`` may read (either may be None: no restriction)."""
+    clauses = access_clauses(access)
+    if tenant is not None and (access is None or access.tenant != tenant):
+        clauses.insert(0, {"term": {"tenant": tenant}})
+    return clauses
+
+
+def list_documents_body(
+    page_size: int, after: str | None = None, tenant: str | None = None, access: AccessFilter | None = None
+) -> dict[str, Any]:
+    """One page of documents (of ``tenant``, readable under ``access``): a composite aggregation on
+    doc_id (pages through all of them, unlike ``terms``), with one chunk's title, source and content
+    hash per document."""
     composite: dict[str, Any] = {"size": page_size, "sources": [{"doc_id": {"terms": {"field": "doc_id"}}}]}
     if after is not None:
         composite["after"] = {"doc_id": after}
-    scope = {} if tenant is None else {"query": {"term": {"tenant": tenant}}}
+    clauses = scope_clauses(tenant, access)
+    if not clauses:
+        scope = {}
+    elif len(clauses) == 1:
+        scope = {"query": clauses[0]}
+    else:
+        scope = {"query": {"bool": {"filter": clauses}}}
     return {
         "size": 0,
         **scope,
@@ -417,14 +434,18 @@ def list_documents_body(page_size: int, after: str | None = None, tenant: str | 
     }
 
 
-def documents_with_content_body(hashes: Collection[str], tenant: str | None = None) -> dict[str, Any]:
-    """Which documents (of ``tenant``) hold each of ``hashes``: a ``terms`` query on ``content_hash``
-    and, per hash (one bucket each: ``size`` = the number of hashes), a ``terms`` aggregation on
-    ``doc_id``. No hits, only the buckets. The caller sends at most ``PAGE_SIZE`` hashes per request."""
+def documents_with_content_body(
+    hashes: Collection[str], tenant: str | None = None, access: AccessFilter | None = None
+) -> dict[str, Any]:
+    """Which documents (of ``tenant``, readable under ``access``) hold each of ``hashes``: a ``terms``
+    query on ``content_hash`` and, per hash (one bucket each: ``size`` = the number of hashes), a
+    ``terms`` aggregation on ``doc_id``. No hits, only the buckets. The caller sends at most
+    ``PAGE_SIZE`` hashes per request."""
     wanted = sorted(set(hashes))
     query: dict[str, Any] = {"terms": {"content_hash": wanted}}
-    if tenant is not None:
-        query = {"bool": {"filter": [query, {"term": {"tenant": tenant}}]}}
+    scope = scope_clauses(tenant, access)
+    if scope:
+        query = {"bool": {"filter": [query, *scope]}}
     return {
         "size": 0,
         "query": query,
@@ -435,6 +456,34 @@ def documents_with_content_body(hashes: Collection[str], tenant: str | None = No
             }
         },
     }
+
+
+def document_readers_body(doc_ids: Collection[str], tenant: str) -> dict[str, Any]:
+    """The readers of each of ``doc_ids`` in ``tenant``: one bucket per indexed document (``size`` =
+    the number of ids; the caller sends at most ``PAGE_SIZE``) with one chunk's ``readers`` (every
+    chunk of a document carries the same)."""
+    wanted = sorted(set(doc_ids))
+    return {
+        "size": 0,
+        "query": {"bool": {"filter": [{"terms": {"doc_id": wanted}}, {"term": {"tenant": tenant}}]}},
+        "aggs": {
+            "docs": {
+                "terms": {"field": "doc_id", "size": len(wanted)},
+                "aggs": {"first": {"top_hits": {"size": 1, "_source": {"includes": ["readers"]}}}},
+            }
+        },
+    }
+
+
+def document_readers_from(response: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The answer to ``document_readers_body``: ``{doc_id: readers}`` of the indexed documents; chunks
+    indexed before ACLs existed (no ``readers``) read as everyone's."""
+    buckets = response.get("aggregations", {}).get("docs", {}).get("buckets", [])
+    readers = {}
+    for bucket in buckets:
+        stored = bucket["first"]["hits"]["hits"][0]["_source"].get("readers", [EVERYONE])
+        readers[bucket["key"]] = [stored] if isinstance(stored, str) else list(stored)
+    return readers
 
 
 def documents_with_content_from(response: Mapping[str, Any]) -> dict[str, list[str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import unicodedata
 from pathlib import PurePosixPath
 
 from rag_common.schemas import DocumentIn, check_document_id
@@ -85,6 +86,13 @@ def default_registry() -> ParserRegistry:
     )
 
 
+#: What is trimmed off an upload's name: white space, but no control or format character (``str.strip``
+#: would take a trailing tab, U+001F or U+0085 off, and the name would pass for a valid document id).
+_NAME_PADDING = "".join(
+    char for char in map(chr, range(0x3001)) if char.isspace() and unicodedata.category(char) not in ("Cc", "Cf")
+)
+
+
 def upload_name(filename: str | None) -> str:
     # Browsers and curl send a bare name, but some clients send a path; only the name identifies it.
-    return PurePosixPath((filename or "").replace("\\", "/")).name.strip()
+    return PurePosixPath((filename or "").replace("\\", "/")).name.strip(_NAME_PADDING)
