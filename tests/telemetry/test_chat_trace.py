@@ -207,7 +207,19 @@ def test_a_streamed_chat_turn_is_one_trace_too(stack: Stack) -> None:
     _assert_one_trace(response, spans, "/v1/chat/stream", "/v1/generate/stream")
 
 
+def _wait_until_quiet(stack: Stack, quiet_s: float = 1.0, limit_s: float = 20.0) -> None:
+    """Wait until no service has written a line for ``quiet_s``: a request's own line is written after
+    its response is sent, so an earlier test's lines can land late, inside this test's window (CI saw
+    a foreign request line there). Bounded: after ``limit_s`` the window opens anyway."""
+    deadline = time.monotonic() + limit_s
+    size = -1
+    while time.monotonic() < deadline and len(stack.logs.getvalue()) != size:
+        size = len(stack.logs.getvalue())
+        time.sleep(quiet_s)
+
+
 def test_log_lines_are_json_with_the_trace_id_of_the_response(stack: Stack) -> None:
+    _wait_until_quiet(stack)
     stack.logs.seek(0)
     stack.logs.truncate()
     response, spans = _chat_turn(stack)
