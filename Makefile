@@ -12,9 +12,11 @@ run: setup
 
 test: setup
 	@bash scripts/ensure_chromium.sh
+	@bash scripts/ensure_tsc.sh
 	$(PY) -m pytest -q
 
 test-fast: setup
+	@bash scripts/ensure_tsc.sh
 	$(PY) -m pytest -q -m "not e2e"
 
 # The backend conformance suite against a live OpenSearch: compose's service, published on loopback
@@ -37,6 +39,12 @@ dashboards: setup
 
 clean:
 	rm -rf var .pytest_cache
+
+# docs/configuration.md, the environment-variable reference, generated from the settings classes;
+# tests/test_configuration_docs.py fails when it is stale.
+.PHONY: config-docs
+config-docs: setup
+	$(PY) -m ragctl.cli config-docs
 
 # The web chat's TypeScript (services/gateway/web/src) compiled by the pinned tsc into
 # services/gateway/rag_gateway/static/js, which is checked in: nothing is built when the gateway runs.

@@ -50,7 +50,6 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -67,7 +66,7 @@ from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
 from rag_eval.datasets.types import Dataset, Query  # noqa: E402
 from rag_eval.harness import EVAL_ACCESS  # noqa: E402
 from rag_eval.pipeline import history_pairs, open_retriever  # noqa: E402
-from rag_eval.stats import paired_bootstrap, percentiles  # noqa: E402
+from rag_eval.stats import paired_bootstrap  # noqa: E402
 from rag_gateway.settings import GatewaySettings  # noqa: E402
 from rag_generator.answerability import DEFAULT_GATE_PATH  # noqa: E402
 from rag_generator.runtime import open_runtime as open_generator  # noqa: E402
@@ -78,6 +77,7 @@ from rag_refiner.settings import RefinerSettings  # noqa: E402
 from rag_retriever.runtime import build_embedder  # noqa: E402
 from rag_retriever.settings import RetrieverSettings  # noqa: E402
 from ragctl.stack import free_port, start_llm_server  # noqa: E402
+from harness import RESULTS_DIR, describe, result_path, write_result  # noqa: E402
 
 MODES = ("extractive", "generative", "auto")
 LLM_MODES = ("generative", "auto")
@@ -180,7 +180,7 @@ def f1_delta(a1: Sequence[bool], a2: Sequence[bool], unanswerable: Sequence[bool
 
 
 def latency(values: Sequence[float]) -> dict[str, float | None]:
-    return {k: (round(v, 1) if v is not None else None) for k, v in percentiles(values, (50, 95)).items()}
+    return describe(values, digits=1)
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -879,8 +879,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="Sample and bootstrap seed (the gate's split is always seed 0)")
     parser.add_argument("--concurrency", type=int, default=2, help="LLM-mode generations / refinements in flight (2 slots)")
     parser.add_argument("--mtrag", action=argparse.BooleanOptionalAction, default=True, help="MTRAG-UN gate accuracy (needs the LLM)")
-    parser.add_argument("--index-cache", type=Path, default=REPO_ROOT / "bench-results" / ".index")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "answer_modes.json")
+    parser.add_argument("--index-cache", type=Path, default=RESULTS_DIR / ".index")
+    parser.add_argument("--out", type=Path, default=result_path("answer_modes"))
     args = parser.parse_args()
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = set(args.modes) - set(MODES)
@@ -900,8 +900,7 @@ def main() -> None:
     print("\n" + tables(result) + "\n")
     print(f"wall time {result['total_seconds']} s (clapnq {result['clapnq']['seconds']} s"
           + (f", mtrag-un {result['mtrag']['seconds']} s" if "mtrag" in result else "") + ")")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    write_result(args.out, result)
     print(f"wrote {args.out}")
 
 

@@ -34,14 +34,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import shutil
 import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter, defaultdict
@@ -51,9 +47,18 @@ from typing import Any
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat_load import CONVERSATION_PAIRS, latency_stats, load_averages, machine_cpu_s, process_tree_cpu_s, reason_key  # noqa: E402
+from chat_load import CONVERSATION_PAIRS, latency_stats, reason_key  # noqa: E402
+from harness import (  # noqa: E402
+    DEMO_DOCS,
+    git_head,
+    load_averages,
+    machine_cpu_s,
+    process_tree_cpu_s,
+    result_path,
+    running_stack,
+    write_result,
+)
 
 #: What the chaos loop kills, in this order, round and round: the processes of the local stack.
 COMPONENTS = ("gateway", "refiner", "retriever", "reranker", "generator", "llm", "redis")
@@ -303,8 +308,8 @@ def main() -> int:
     parser.add_argument("--mode", choices=("extractive", "generative", "auto"), default=None,
                         help="GENERATOR_MODE of the stack (default: the service default)")
     parser.add_argument("--client-timeout", type=float, default=300.0, help="seconds; above every server-side timeout")
-    parser.add_argument("--docs", type=Path, default=REPO_ROOT / "docs", help="corpus ingested first (*.md)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "chaos.json")
+    parser.add_argument("--docs", type=Path, default=DEMO_DOCS, help="corpus ingested first (*.md)")
+    parser.add_argument("--out", type=Path, default=result_path("chaos"))
     parser.add_argument("--logs", type=Path, default=None, help="copy the stack's process logs into this directory")
     args = parser.parse_args()
     if args.mode:
@@ -313,18 +318,15 @@ def main() -> int:
     for kind in ("CHAT", "STREAM", "INGEST"):
         os.environ[f"GATEWAY_RATE_LIMIT_{kind}"] = ""
 
-    from ragctl.cli import upload_files
-    from ragctl.stack import API_KEY_ENV, SERVICES, free_port, start_stack
     from ragctl.supervisor import GaveUp, Supervisor
 
     load_before = load_averages()
     events: list[tuple[float, str]] = []
     gave_up: str | None = None
-    with tempfile.TemporaryDirectory() as tmp:
-        ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
-        stack, env = start_stack(ports, Path(tmp), persist_redis=True)
-        api_key, gateway = env[API_KEY_ENV], f"http://127.0.0.1:{ports['gateway']}"
-        t_start = time.perf_counter()
+    with running_stack(args.docs, persist_redis=True, copy_logs_to=args.logs) as running:
+        stack, api_key, gateway = running.stack, running.api_key, running.gateway
+        corpus = {"documents": running.corpus["documents"], "chunks": running.corpus["chunks"]}
+        t_start = running.ready_at  # the supervisor log is timed from the stack being ready, before the ingestion
         supervisor = Supervisor(stack, report=lambda line: events.append((round(time.perf_counter() - t_start, 2), line)))
         stop = threading.Event()
 
@@ -340,11 +342,8 @@ def main() -> int:
 
         watcher = threading.Thread(target=supervise, name="supervisor", daemon=True)
         try:
-            summary = upload_files(gateway, sorted(args.docs.glob("*.md")), api_key=api_key)
-            corpus = {"documents": summary["documents"], "chunks": summary["chunks"]}
             watcher.start()
-            own = lambda: [os.getpid(), *(p.process.pid for p in stack.processes)]  # noqa: E731
-            load_start, cpu_start = load_averages(), (machine_cpu_s(), process_tree_cpu_s(own()))
+            load_start, cpu_start = load_averages(), (machine_cpu_s(), process_tree_cpu_s(running.pids()))
             requests, kills, wall_s, samples = asyncio.run(run_load(gateway, api_key, stack, supervisor, args))
             machine_cpu = machine_cpu_s() - cpu_start[0]
             wait_until_all_ready(stack, supervisor)
@@ -353,12 +352,9 @@ def main() -> int:
                 if r.status == 200 and r.conversation_id and r.answer is not None:
                     acknowledged[r.conversation_id].append((r.message, r.answer))
             audit = audit_turns(acknowledged, read_conversations(gateway, api_key, list(acknowledged)))
-        finally:
+        finally:  # the supervisor first: it would restart what running_stack stops on the way out
             stop.set()
             supervisor.stop()
-            stack.stop()
-            if args.logs:
-                shutil.copytree(Path(tmp) / "logs", args.logs, dirs_exist_ok=True)
     next_200_after(kills, requests)
     summary = summarize(requests, kills, audit)
     result = {
@@ -367,8 +363,7 @@ def main() -> int:
         "interval_s": args.interval,
         "turns_per_conversation": args.turns,
         "generator_mode": os.environ.get("GENERATOR_MODE", "(service default)"),
-        "head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                               capture_output=True, text=True).stdout.strip(),
+        "head": git_head(),
         "corpus": corpus,
         "load_phase_s": round(wall_s, 1),
         "machine_load": {
@@ -386,8 +381,7 @@ def main() -> int:
         "supervisor_log": events,
         "requests": [asdict(r) for r in sorted(requests, key=lambda r: r.started_s)],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print_report(result)
     print(f"\nJSON: {args.out}")
     missed = summary["other"] or audit["missing"] or audit["duplicated"] or gave_up

@@ -11,19 +11,12 @@ turns and follow-ups apart, since only follow-ups call the LLM to rewrite) and w
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import tempfile
-import time
 from pathlib import Path
 
 import httpx
 
-from ragctl.cli import upload_files
-from ragctl.stack import API_KEY_ENV, SERVICES, free_port, start_stack
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from harness import describe, print_table, result_path, running_stack, write_result
 
 CONVERSATIONS = [
     ["What does the reranker service do?", "How is it scaled in production?"],
@@ -31,12 +24,6 @@ CONVERSATIONS = [
     ["What happens when a downstream service is down?", "Which status code does it return on a timeout?"],
     ["Which library provides BM25 in the embedded backend?", "Why was it chosen?"],
 ]
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def main() -> None:
@@ -48,48 +35,37 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode:
         os.environ["GENERATOR_MODE"] = args.mode  # the services inherit the launcher's environment
-    out = args.out or REPO_ROOT / "bench-results" / f"chat_latency{'_' + args.mode if args.mode else ''}.json"
+    out = args.out or result_path("chat_latency", args.mode)
     modes: dict[str, int] = {}
 
-    ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        stack, env = start_stack(ports, Path(tmp), persist_redis=False)
-        auth = {"Authorization": f"Bearer {env[API_KEY_ENV]}"}
-        startup_s = time.perf_counter() - t0
-        try:
-            gateway = f"http://127.0.0.1:{ports['gateway']}"
-            t0 = time.perf_counter()
-            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")), api_key=env[API_KEY_ENV])
-            ingest_s = time.perf_counter() - t0
-            samples: dict[str, list[float]] = {}
-            abstained = 0
-            turns = 0
-            answers: list[dict[str, object]] = []  # first round's turns: what each question got
-            with httpx.Client(base_url=gateway, headers=auth, timeout=300) as client:
-                for _ in range(args.rounds):
-                    for conversation in CONVERSATIONS:
-                        cid = None
-                        for position, message in enumerate(conversation):
-                            response = client.post("/v1/chat", json={"conversation_id": cid, "message": message})
-                            response.raise_for_status()
-                            body = response.json()
-                            cid = body["conversation_id"]
-                            turns += 1
-                            abstained += body["abstained"]
-                            if len(answers) < sum(map(len, CONVERSATIONS)):
-                                answers.append({
-                                    "message": message, "refined_query": body.get("refined_query"),
-                                    "abstained": body["abstained"], "answer": body["answer"],
-                                    "citations": len(body.get("citations") or []),
-                                })
-                            modes[str(body.get("answer_mode"))] = modes.get(str(body.get("answer_mode")), 0) + 1
-                            for stage, ms in body["timings_ms"].items():
-                                samples.setdefault(stage, []).append(ms)
-                            kind = "total.first_turn" if position == 0 else "total.follow_up"
-                            samples.setdefault(kind, []).append(body["timings_ms"]["total"])
-        finally:
-            stack.stop()
+    with running_stack() as running:
+        samples: dict[str, list[float]] = {}
+        abstained = 0
+        turns = 0
+        answers: list[dict[str, object]] = []  # first round's turns: what each question got
+        with httpx.Client(base_url=running.gateway, headers=running.headers, timeout=300) as client:
+            for _ in range(args.rounds):
+                for conversation in CONVERSATIONS:
+                    cid = None
+                    for position, message in enumerate(conversation):
+                        response = client.post("/v1/chat", json={"conversation_id": cid, "message": message})
+                        response.raise_for_status()
+                        body = response.json()
+                        cid = body["conversation_id"]
+                        turns += 1
+                        abstained += body["abstained"]
+                        if len(answers) < sum(map(len, CONVERSATIONS)):
+                            answers.append({
+                                "message": message, "refined_query": body.get("refined_query"),
+                                "abstained": body["abstained"], "answer": body["answer"],
+                                "citations": len(body.get("citations") or []),
+                            })
+                        modes[str(body.get("answer_mode"))] = modes.get(str(body.get("answer_mode")), 0) + 1
+                        for stage, ms in body["timings_ms"].items():
+                            samples.setdefault(stage, []).append(ms)
+                        kind = "total.first_turn" if position == 0 else "total.follow_up"
+                        samples.setdefault(kind, []).append(body["timings_ms"]["total"])
+    summary, startup_s, ingest_s = running.corpus, running.startup_s, running.ingest_s
 
     result = {
         "turns": turns,
@@ -99,23 +75,13 @@ def main() -> None:
         "answers": answers,
         "stack_startup_s": round(startup_s, 2),
         "demo_ingest": {"seconds": round(ingest_s, 2), "documents": summary["documents"], "chunks": summary["chunks"]},
-        "stages_ms": {
-            stage: {
-                "p50": round(statistics.median(values), 1),
-                "p95": round(percentile(values, 0.95), 1),
-                "mean": round(statistics.fmean(values), 1),
-            }
-            for stage, values in samples.items()
-        },
+        "stages_ms": {stage: describe(values, ("p50", "p95", "mean"), digits=1) for stage, values in samples.items()},
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    write_result(out, result)
     print(f"mode={result['generator_mode']} answer modes={modes}")
     print(f"turns={turns} abstained={abstained} startup={startup_s:.1f}s ingest={ingest_s:.1f}s "
           f"({summary['documents']} docs, {summary['chunks']} chunks)")
-    print(f"{'stage':<10} {'p50 ms':>9} {'p95 ms':>9}")
-    for stage, stats in result["stages_ms"].items():
-        print(f"{stage:<10} {stats['p50']:>9} {stats['p95']:>9}")
+    print_table("stage", result["stages_ms"], {"p50 ms": "p50", "p95 ms": "p95"})
     print(f"written to {out}")
 
 

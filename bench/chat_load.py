@@ -34,22 +34,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import json
 import os
 import re
-import shutil
 import statistics
-import subprocess
-import tempfile
 import time
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from harness import (
+    DEMO_DOCS,
+    REPO_ROOT,
+    describe,
+    git_head,
+    load_averages,
+    machine_cpu_s,
+    print_table,
+    process_tree_cpu_s,
+    result_path,
+    running_stack,
+    write_result,
+)
 
 #: Two-turn conversations about the demo corpus (the project's docs/): a first question, then a
 #: follow-up that needs the first for context (so the refiner rewrites it with the LLM).
@@ -106,21 +115,8 @@ class RequestRecord:
     turn_latency_s: float | None = None
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
-
-
 def latency_stats(values: list[float]) -> dict[str, float | int | None]:
-    if not values:
-        return {"n": 0, "p50": None, "p95": None, "max": None}
-    return {
-        "n": len(values),
-        "p50": round(statistics.median(values), 2),
-        "p95": round(percentile(values, 0.95), 2),
-        "max": round(max(values), 2),
-    }
+    return describe(values, ("n", "p50", "p95", "max"), digits=2)
 
 
 def reason_key(text: str) -> str:
@@ -131,12 +127,6 @@ def reason_key(text: str) -> str:
 
 def _file_sha256(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12] if path.exists() else None
-
-
-def load_averages() -> dict[str, Any]:
-    one, five, fifteen = os.getloadavg()
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    return {"1m": round(one, 2), "5m": round(five, 2), "15m": round(fifteen, 2), "uptime": uptime}
 
 
 async def run_client(
@@ -199,28 +189,6 @@ async def chat(
         return record, body["conversation_id"]
     record.error = str(body.get("error", body) if isinstance(body, dict) else body)[:300]
     return record, None
-
-
-def machine_cpu_s() -> float:
-    """CPU seconds the whole machine has spent busy since boot (Linux /proc/stat; 0 elsewhere)."""
-    try:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except OSError:
-        return 0.0
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def process_tree_cpu_s(pids: list[int]) -> float:
-    """CPU seconds used so far by these processes and their threads (Linux /proc; 0 elsewhere)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
-    return total
 
 
 async def sample_load(samples: list[float], stop: asyncio.Event) -> None:
@@ -324,9 +292,7 @@ def print_report(result: dict[str, Any]) -> None:
     print("status  count")
     for status, count in s["status_counts"].items():
         print(f"{status:<7} {count:>5}")
-    print(f"{'latency s':<16} {'n':>4} {'p50':>8} {'p95':>8} {'max':>8}")
-    for kind, stats in s["latency_s"].items():
-        print(f"{kind:<16} {stats['n']:>4} {stats['p50']!s:>8} {stats['p95']!s:>8} {stats['max']!s:>8}")
+    print_table("latency s", s["latency_s"], {"n": "n", "p50": "p50", "p95": "p95", "max": "max"})
     print(f"completed conversations {s['completed_conversations']}/{s['conversations']}, clients with >=1: "
           f"{s['clients_with_a_completed_conversation']}/{result['clients']} (per client {list(s['completed_by_client'].values())})")
     print(f"200 answers {s['answers_200']}: abstained {s['abstained']}, answer modes {s['answer_modes']}, "
@@ -355,7 +321,7 @@ def main() -> None:
                         help="with --gateway: the key sent as a bearer token (default $RAGCTL_API_KEY; none if unset)")
     parser.add_argument("--refiner", default=None, help="with --gateway: the refiner's URL, for its /metrics")
     parser.add_argument("--generator", default=None, help="with --gateway: the generator's URL, for its /metrics")
-    parser.add_argument("--docs", type=Path, default=REPO_ROOT / "docs", help="corpus ingested into a started stack (*.md)")
+    parser.add_argument("--docs", type=Path, default=DEMO_DOCS, help="corpus ingested into a started stack (*.md)")
     parser.add_argument("--retries", type=int, default=0,
                         help="retry a 503/429 that has Retry-After, after that many seconds, up to N times a turn "
                         "(default 0: a refused turn is a failed turn, as in issue 12's run)")
@@ -371,53 +337,35 @@ def main() -> None:
         # One key for all clients: a per-caller chat rate limit would measure the limiter, not the LLM's
         # admission control. Empty = no limit (ignored by a gateway without rate limits).
         os.environ.setdefault("GATEWAY_RATE_LIMIT_CHAT", "")
-    out = args.out or REPO_ROOT / "bench-results" / f"chat_load{'_' + args.mode if args.mode else ''}.json"
+    out = args.out or result_path("chat_load", args.mode)
 
     load_before = load_averages()
     startup_s = ingest_s = None
     corpus: dict[str, Any] | None = None
-    with tempfile.TemporaryDirectory() as tmp:
-        stack = None
-        if args.gateway:
+    with nullcontext() if args.gateway else running_stack(args.docs, copy_logs_to=args.logs) as stack:
+        if stack is None:
             gateway = args.gateway.rstrip("/")
             api_key = args.api_key
             metrics_urls = {"gateway": gateway}
             metrics_urls |= {name: url.rstrip("/") for name, url in (("refiner", args.refiner), ("generator", args.generator)) if url}
+            own_pids = [os.getpid()]
         else:
-            from ragctl.cli import upload_files
-            from ragctl.stack import SERVICES, free_port, start_stack
-
-            ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
-            t0 = time.perf_counter()
-            stack, env = start_stack(ports, Path(tmp), persist_redis=False)
             # A stack with authentication returns the key it created; one without (before issue 13) none.
-            api_key = env.get("RAGCTL_API_KEY")
-            startup_s = round(time.perf_counter() - t0, 2)
-            gateway = f"http://127.0.0.1:{ports['gateway']}"
-            metrics_urls = {name: f"http://127.0.0.1:{ports[name]}" for name in METRICS_SERVICES}
-        try:
-            if stack is not None:
-                t0 = time.perf_counter()
-                files = sorted(args.docs.glob("*.md"))
-                summary = upload_files(gateway, files, api_key=api_key) if api_key else upload_files(gateway, files)
-                ingest_s = round(time.perf_counter() - t0, 2)
-                corpus = {"dir": str(args.docs), "documents": summary["documents"], "chunks": summary["chunks"]}
-            load_start = load_averages()
-            # Whose CPU the load phase used: the stack started here and this script, or someone else's.
-            own_pids = [os.getpid(), *(p.process.pid for p in stack.processes)] if stack is not None else [os.getpid()]
-            cpu_start = (machine_cpu_s(), process_tree_cpu_s(own_pids))
-            headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-            records, wall_s, samples = asyncio.run(
-                run_load(gateway, headers, args.clients, args.conversations, args.client_timeout, args.retries)
-            )
-            load_end = load_averages()
-            machine_cpu, own_cpu = machine_cpu_s() - cpu_start[0], process_tree_cpu_s(own_pids) - cpu_start[1]
-            metrics = scrape_llm_metrics(metrics_urls)
-        finally:
-            if stack is not None:
-                stack.stop()
-                if args.logs:
-                    shutil.copytree(Path(tmp) / "logs", args.logs, dirs_exist_ok=True)
+            gateway, api_key = stack.gateway, stack.api_key
+            startup_s, ingest_s = round(stack.startup_s, 2), round(stack.ingest_s, 2)
+            metrics_urls = {name: stack.url(name) for name in METRICS_SERVICES}
+            corpus = {"dir": str(args.docs), "documents": stack.corpus["documents"], "chunks": stack.corpus["chunks"]}
+            own_pids = stack.pids()
+        load_start = load_averages()
+        # Whose CPU the load phase used: the stack started here and this script, or someone else's.
+        cpu_start = (machine_cpu_s(), process_tree_cpu_s(own_pids))
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        records, wall_s, samples = asyncio.run(
+            run_load(gateway, headers, args.clients, args.conversations, args.client_timeout, args.retries)
+        )
+        load_end = load_averages()
+        machine_cpu, own_cpu = machine_cpu_s() - cpu_start[0], process_tree_cpu_s(own_pids) - cpu_start[1]
+        metrics = scrape_llm_metrics(metrics_urls)
     load_after = load_averages()
 
     result = {
@@ -428,8 +376,7 @@ def main() -> None:
         "retries": args.retries,
         "code": {
             "repo": str(REPO_ROOT),
-            "head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                                   capture_output=True, text=True).stdout.strip(),
+            "head": git_head(),
             "authentication": bool(api_key),
             # Which admission control ran (the file's hash; null: none, the code before issue 12).
             "admission_control_sha256": _file_sha256(REPO_ROOT / "libs/rag_common/rag_common/llm_admission.py"),
@@ -456,8 +403,7 @@ def main() -> None:
         "llm_metrics": metrics,
         "requests": [asdict(r) for r in sorted(records, key=lambda r: r.started_s)],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
+    write_result(out, result)
     print_report(result)
     print(f"written to {out}")
 

@@ -22,20 +22,15 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from rag_eval.stats import percentiles
-from ragctl.cli import upload_files
-from ragctl.stack import API_KEY_ENV, SERVICES, free_port, start_stack
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from chat_latency import CONVERSATIONS as CHAT_LATENCY_CONVERSATIONS  # noqa: E402
+from harness import describe, result_path, running_stack, write_result  # noqa: E402
 
 CONVERSATIONS = [
     *CHAT_LATENCY_CONVERSATIONS,
@@ -122,42 +117,30 @@ def run_conversation(client: httpx.Client, endpoint: str, conversation: list[str
 
 
 def stats(values: list[float]) -> dict[str, Any]:
-    p = percentiles(values, (50, 95))
-    return {"n": len(values), **{k: (round(v, 2) if v is not None else None) for k, v in p.items()}}
+    return describe(values, ("n", "p50", "p95"), digits=2)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2, help="Times each conversation is asked per endpoint")
     parser.add_argument("--timeout", type=float, default=300.0, help="Client timeout per request, seconds")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "chat_stream_latency.json")
+    parser.add_argument("--out", type=Path, default=result_path("chat_stream_latency"))
     args = parser.parse_args()
 
     started = time.perf_counter()
-    ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
     samples: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        stack, env = start_stack(ports, Path(tmp), persist_redis=False)
-        auth = {"Authorization": f"Bearer {env[API_KEY_ENV]}"}
-        startup_s = time.perf_counter() - t0
-        try:
-            gateway = f"http://127.0.0.1:{ports['gateway']}"
-            t0 = time.perf_counter()
-            summary = upload_files(gateway, sorted((REPO_ROOT / "docs").glob("*.md")), api_key=env[API_KEY_ENV])
-            ingest_s = time.perf_counter() - t0
-            print(f"stack up in {startup_s:.1f} s; ingested {summary['documents']} docs / {summary['chunks']} chunks "
-                  f"in {ingest_s:.1f} s", flush=True)
-            with httpx.Client(base_url=gateway, headers=auth, timeout=args.timeout) as client:
-                ask_chat(client, "What is this project?", None)  # warm-up, not measured
-                ask_stream(client, "What is this project?", None)
-                for round_no in range(1, args.rounds + 1):
-                    for index, conversation in enumerate(CONVERSATIONS):
-                        order = ("stream", "chat") if (index + round_no) % 2 == 0 else ("chat", "stream")
-                        for endpoint in order:
-                            samples += run_conversation(client, endpoint, conversation, round_no)
-        finally:
-            stack.stop()
+    with running_stack() as running:
+        summary, startup_s, ingest_s = running.corpus, running.startup_s, running.ingest_s
+        print(f"stack up in {startup_s:.1f} s; ingested {summary['documents']} docs / {summary['chunks']} chunks "
+              f"in {ingest_s:.1f} s", flush=True)
+        with httpx.Client(base_url=running.gateway, headers=running.headers, timeout=args.timeout) as client:
+            ask_chat(client, "What is this project?", None)  # warm-up, not measured
+            ask_stream(client, "What is this project?", None)
+            for round_no in range(1, args.rounds + 1):
+                for index, conversation in enumerate(CONVERSATIONS):
+                    order = ("stream", "chat") if (index + round_no) % 2 == 0 else ("chat", "stream")
+                    for endpoint in order:
+                        samples += run_conversation(client, endpoint, conversation, round_no)
 
     ok_stream = [s for s in samples if s["endpoint"] == "stream" and "error" not in s]
     ok_chat = [s for s in samples if s["endpoint"] == "chat" and "error" not in s]
@@ -187,8 +170,8 @@ def main() -> None:
                       "chat": sum(bool(s.get("abstained")) for s in ok_chat)},
         "stream_tokens_then_abstained": sum(1 for s in with_tokens if s.get("abstained")),
         "gateway_stage_ms_p50": {
-            endpoint: {stage: round(percentiles([s["gateway_timings_ms"][stage] for s in group
-                                                 if stage in s.get("gateway_timings_ms", {})], (50,))["p50"] or 0, 1)
+            endpoint: {stage: describe([s["gateway_timings_ms"][stage] for s in group
+                                         if stage in s.get("gateway_timings_ms", {})], ("p50",), digits=1)["p50"] or 0
                        for stage in sorted({k for s in group for k in s.get("gateway_timings_ms", {})})}
             for endpoint, group in (("stream", ok_stream), ("chat", ok_chat))
         },
@@ -196,8 +179,7 @@ def main() -> None:
         "total_seconds": round(time.perf_counter() - started, 1),
         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    write_result(args.out, result)
 
     s, c = result["stream_s"], result["chat_s"]
 

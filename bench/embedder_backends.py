@@ -47,10 +47,10 @@ from rag_retriever.backends.base import FusionSettings
 from rag_retriever.runtime import open_runtime
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
-# The same synthetic chunks, percentiles and query timing as the latency bench.
-from retrieval_latency import WARMUP, chunk, summary, time_query_embedding  # noqa: E402
+# The same synthetic chunks and query timing as the latency bench.
+from retrieval_latency import WARMUP, chunk, time_query_embedding  # noqa: E402
+from harness import latency_ms, result_path, write_result
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("torch", "onnx")
 BATCH = 64
 QUALITY_DATASETS = ("hotpotqa", "clapnq", "mtrag-un", "vaswani")
@@ -85,7 +85,7 @@ def abstracts(n: int) -> list[str]:
 
 def time_queries(model: Embedder, texts: list[str]) -> dict[str, Any]:
     before = load()
-    return {"ms": summary(time_query_embedding(model, texts)), "load_before": before, "load_after": load()}
+    return {"ms": latency_ms(time_query_embedding(model, texts)), "load_before": before, "load_after": load()}
 
 
 def time_queries_interleaved(models: dict[str, Embedder], texts: list[str]) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def time_queries_interleaved(models: dict[str, Embedder], texts: list[str]) -> d
 
     before = load()
     samples = asyncio.run(run())
-    return {backend: {"ms": summary(ms), "load_before": before, "load_after": load()} for backend, ms in samples.items()}
+    return {backend: {"ms": latency_ms(ms), "load_before": before, "load_after": load()} for backend, ms in samples.items()}
 
 
 def time_batches(model: Embedder, texts: list[str]) -> dict[str, Any]:
@@ -136,7 +136,8 @@ async def time_search(models: dict[str, Embedder], chunks: int, queries: int, se
             print(f"  built {chunks:,} chunks in {out['build_seconds']} s", flush=True)
             for backend, model in models.items():
                 service = SearchService(
-                    runtime.backend, model, runtime.lock, fusion=fusion, default_top_k=10, graph=GraphDefaults.of(settings)
+                    runtime.backend, model, runtime.lock, fusion=fusion, default_top_k=10, graph=GraphDefaults.of(settings),
+                    graph_searcher=runtime.abilities.graph,
                 )
 
                 async def call(text: str, service: SearchService = service) -> None:
@@ -150,7 +151,7 @@ async def time_search(models: dict[str, Embedder], chunks: int, queries: int, se
                     t = time.perf_counter()
                     await call(text)
                     samples.append((time.perf_counter() - t) * 1000.0)
-                out[backend] = {"ms": summary(samples), "load_before": before, "load_after": load()}
+                out[backend] = {"ms": latency_ms(samples), "load_before": before, "load_after": load()}
                 print(f"  {backend}: hybrid with embedding p50 {out[backend]['ms']['p50']:.2f} ms", flush=True)
     return out
 
@@ -219,7 +220,7 @@ def main() -> None:
     parser.add_argument("--torch-reports", type=Path, default=None)
     parser.add_argument("--onnx-reports", type=Path, default=None)
     parser.add_argument("--run", default="dense", help="the eval run compared in the quality part")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "embedder_backends.json")
+    parser.add_argument("--out", type=Path, default=result_path("embedder_backends"))
     args = parser.parse_args()
 
     result: dict[str, Any] = {
@@ -257,8 +258,7 @@ def main() -> None:
     result["goals"] = goals
     result["machine"]["load_avg_at_end"] = load()
     print_report(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(f"\nwrote {args.out}")
 
 

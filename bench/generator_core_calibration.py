@@ -65,6 +65,7 @@ from rag_generator.answerability import (  # noqa: E402
     fit_gate,
 )
 from rag_generator.claim_support import Claim, ClaimSupport  # noqa: E402
+from rag_generator.settings import GeneratorSettings  # noqa: E402
 from rag_generator.extractive_answerer import (  # noqa: E402
     DEFAULT_WEIGHTS,
     ExtractiveAnswer,
@@ -72,6 +73,7 @@ from rag_generator.extractive_answerer import (  # noqa: E402
     FeatureWeights,
 )
 from rag_retriever.settings import RetrieverSettings  # noqa: E402
+from harness import RESULTS_DIR, describe, result_path, write_result  # noqa: E402
 
 TOP_K = 5
 GOLD_MATCH = 90.0
@@ -342,7 +344,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     passages, index = await retrieve(queries, dataset, embedder, args.index_cache, args.sentence_vectors)
     took = time.perf_counter() - started
     print(f"retrieved {len(queries)} questions ({index['chunks']} chunks) in {took:.0f} s", flush=True)
-    answerer = ExtractiveAnswerer(embedder)
+    answerer = ExtractiveAnswerer.of(GeneratorSettings(), embedder)
     answers: dict[str, ExtractiveAnswer] = {}
     latencies = []
     for query in queries:
@@ -357,7 +359,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "embedder": embedder.model_id,
         "sentence_vectors": args.sentence_vectors,
         "extractive": {
-            "latency_ms": {f"p{q}": round(float(np.percentile(latencies, q)) * 1000, 1) for q in (50, 95)},
+            "latency_ms": describe([s * 1000 for s in latencies], digits=1),
             "default_weights_all": extractive_quality(queries, answers, None),
             "weight_search": weight_search(queries, answers, half),
         },
@@ -395,8 +397,8 @@ def _git_commit() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--index-cache", type=Path, default=REPO_ROOT / "bench-results" / ".index")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "generator_core_calibration.json")
+    parser.add_argument("--index-cache", type=Path, default=RESULTS_DIR / ".index")
+    parser.add_argument("--out", type=Path, default=result_path("generator_core_calibration"))
     parser.add_argument(
         "--sentence-vectors", choices=["off", "pooled", "embedded"], default="off",
         help="The answerer scores with the retriever's stored sentence vectors of this kind (RETRIEVER_SENTENCE_VECTORS); "
@@ -411,8 +413,7 @@ def main() -> None:
         print(f"clapnq: skipped, {exc}")
         return
     result["total_seconds"] = round(time.perf_counter() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    write_result(args.out, result)
     summary = {k: result[k] for k in ("extractive", "gate")} | {"claim_support": result["claim_support"]["best_on_A"]}
     print(json.dumps(summary, indent=2))
     print(f"wrote {args.out} ({result['total_seconds']} s)")

@@ -44,33 +44,25 @@ import numpy as np
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.schemas import DocumentIn, SearchRequest
 from rag_eval.harness import EVAL_ACCESS
-from rag_eval.stats import percentiles
 from rag_eval.synthetic import SyntheticCorpus, pseudo_words
-from rag_retriever.backends.base import FusionSettings
+from rag_retriever.backends.base import FusionSettings, GraphOptions, HnswParams
 from rag_retriever.backends.embedded import EmbeddedBackend, EmbeddedIndex
 from rag_retriever.chunking import Chunker
-from rag_retriever.graph_retrieval import GraphOptions
+from rag_retriever.ingest_limits import IngestLimits
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord
+from rag_retriever.runtime import embedded_abilities
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
+from harness import latency_ms, result_path, write_result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 K = 10
 WARMUP = 10
 GOAL_ADDED_P50_MS = 20.0
 MODES = {"off": (False, False), "hop": (False, True), "ppr": (True, False), "hop+ppr": (True, True)}
-
-
-def summary(samples: list[float]) -> dict[str, Any]:
-    """p50 / p95 (``rag_eval.stats.percentiles``), mean and count, in ms rounded to µs."""
-    return {
-        **{name: round(value, 3) for name, value in percentiles(samples).items() if value is not None},
-        "mean": round(float(np.mean(samples)), 3),
-        "n": len(samples),
-    }
 
 
 class VectorLookupEmbedder:
@@ -118,8 +110,10 @@ class GraphTimer:
 
 async def time_modes(backend: EmbeddedBackend, queries: list[str], vectors: np.ndarray) -> dict[str, Any]:
     stub = VectorLookupEmbedder(vectors.shape[1], dict(zip(queries, vectors, strict=True)))
-    service = SearchService(backend, stub, ReadWriteLock(), fusion=FusionSettings(),  # type: ignore[arg-type]
-                            graph=GraphDefaults(options=GraphOptions()))
+    settings = RetrieverSettings()
+    service = SearchService(backend, stub, ReadWriteLock(), fusion=FusionSettings.of(settings),  # type: ignore[arg-type]
+                            default_top_k=settings.default_top_k, graph=GraphDefaults.of(settings),
+                            graph_searcher=backend)
     out: dict[str, Any] = {}
     for mode, (ppr, hop) in MODES.items():
         totals, graph = [], []
@@ -130,7 +124,7 @@ async def time_modes(backend: EmbeddedBackend, queries: list[str], vectors: np.n
                 totals.append(response.timings_ms["total"])
                 if "graph" in response.timings_ms:
                     graph.append(response.timings_ms["graph"])
-        out[mode] = {"total_ms": summary(totals), **({"graph_ms": summary(graph)} if graph else {})}
+        out[mode] = {"total_ms": latency_ms(totals), **({"graph_ms": latency_ms(graph)} if graph else {})}
     base = out["off"]["total_ms"]["p50"]
     for mode in ("hop", "ppr", "hop+ppr"):
         out[mode]["added_total_p50_ms"] = round(out[mode]["total_ms"]["p50"] - base, 3)
@@ -165,7 +159,7 @@ async def demo(args: argparse.Namespace, embedder: SentenceTransformerEmbedder, 
     settings = RetrieverSettings(sentence_vectors="off")
     files = sorted((REPO_ROOT / "docs").glob("*.md"))
     documents = [DocumentIn(id=f.stem, title=f.stem, source=f.name, text=f.read_text(encoding="utf-8")) for f in files]
-    backend = EmbeddedBackend(workdir / "demo", dim=embedder.dim, model_id=embedder.model_id)
+    backend = EmbeddedBackend(workdir / "demo", embedder.dim, HnswParams.of(settings), model_id=embedder.model_id)
     embed_seconds: list[float] = []
     encode = embedder.encode_documents
 
@@ -180,7 +174,12 @@ async def demo(args: argparse.Namespace, embedder: SentenceTransformerEmbedder, 
     try:
         with GraphTimer() as graph_timer:
             started = time.perf_counter()
-            result = await Ingestor(backend, embedder, Chunker(EmbedderTokenizer(embedder), settings.chunk_tokens, settings.chunk_overlap_tokens), ReadWriteLock()).ingest(documents)
+            chunker = Chunker(EmbedderTokenizer(embedder), settings.chunk_tokens, settings.chunk_overlap_tokens)
+            ingestor = Ingestor(
+                backend, embedder, chunker, ReadWriteLock(), sentence_vectors=settings.sentence_vectors,
+                limits=IngestLimits.of(settings), staged=embedded_abilities(backend).staged,
+            )
+            result = await ingestor.ingest(documents)
             ingest_s = time.perf_counter() - started
     finally:
         embedder.encode_documents = encode  # type: ignore[method-assign]
@@ -238,7 +237,7 @@ async def synthetic(size: int, args: argparse.Namespace, workdir: Path) -> dict[
             title=titles[i], source="synthetic",
         )
 
-    backend = EmbeddedBackend(workdir / f"synthetic-{size}", dim=args.dim, model_id="synthetic")
+    backend = EmbeddedBackend(workdir / f"synthetic-{size}", args.dim, HnswParams.of(RetrieverSettings()), model_id="synthetic")
     started = time.perf_counter()
     with GraphTimer() as graph_timer:
         for start in range(0, size, args.batch):
@@ -255,7 +254,7 @@ async def synthetic(size: int, args: argparse.Namespace, workdir: Path) -> dict[
         "seconds": round(build_s, 1), "batch": args.batch,
         "graph_s": round(sum(per_batch), 2), "graph_ms_per_chunk": round(sum(per_batch) * 1000.0 / size, 3),
         "graph_first_batch_ms": round(per_batch[0] * 1000.0, 1), "graph_last_batch_ms": round(per_batch[-1] * 1000.0, 1),
-        "graph_one_chunk_write_ms": summary([s * 1000.0 for s in small.calls]),
+        "graph_one_chunk_write_ms": latency_ms([s * 1000.0 for s in small.calls]),
     }
     print(f"  built in {build_s:.0f} s; graph {build['graph_s']} s ({build['graph_ms_per_chunk']} ms/chunk), "
           f"first batch {build['graph_first_batch_ms']} ms, last {build['graph_last_batch_ms']} ms, "
@@ -282,11 +281,11 @@ async def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--query-noise", type=float, default=0.3)
     parser.add_argument("--skip-demo", action="store_true")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "graph_retrieval.json")
+    parser.add_argument("--out", type=Path, default=result_path("graph_retrieval"))
     args = parser.parse_args()
     results: dict[str, Any] = {
         "bench": "graph_retrieval", "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "goal_added_p50_ms": GOAL_ADDED_P50_MS, "graph_options": GraphOptions().__repr__(),
+        "goal_added_p50_ms": GOAL_ADDED_P50_MS, "graph_options": GraphOptions.of(RetrieverSettings()).__repr__(),
     }
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -295,8 +294,7 @@ async def main() -> None:
             embedder.warm_up()
             results["demo"] = await demo(args, embedder, workdir)
         results["synthetic"] = [await synthetic(int(size), args, workdir) for size in args.sizes.split(",") if size]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    write_result(args.out, results)
     print(f"\nwrote {args.out}")
 
 

@@ -60,9 +60,8 @@ from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from rag_common.internal_auth import SERVICE_TOKEN_HEADER
 from ragctl.stack import ManagedProcess, free_port, start_service
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat_load import load_averages  # noqa: E402
+from harness import load_averages, result_path, write_result  # noqa: E402
 
 MODES = ("bm25", "dense", "hybrid")
 TOP_K = 10
@@ -244,16 +243,16 @@ async def compare_indexes(clean_dir: Path, chaos_dir: Path, queries: list[str]) 
     """Open both (stopped) indexes here, as the retriever opens them; what the goals are checked on."""
     from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
     from rag_retriever.backends.embedded import EmbeddedBackend
-    from rag_retriever.runtime import fusion_settings
+    from rag_retriever.backends.base import FusionSettings, HnswParams
     from rag_retriever.settings import RetrieverSettings
 
     settings = RetrieverSettings()
     embedder = SentenceTransformerEmbedder(settings.embedding_model)
     embedder.warm_up()
     vectors = embedder.encode_queries(queries)
-    fusion = fusion_settings(settings)
+    fusion = FusionSettings.of(settings)
     opened = {
-        name: EmbeddedBackend(path, embedder.dim, settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search, model_id=embedder.model_id)
+        name: EmbeddedBackend(path, embedder.dim, HnswParams.of(settings), model_id=embedder.model_id)
         for name, path in (("clean", clean_dir), ("chaos", chaos_dir))
     }
     try:
@@ -395,7 +394,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=50, help="documents per ingest request")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--synthetic", action="store_true", help="generated documents instead of Vaswani")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "ingest_chaos.json")
+    parser.add_argument("--out", type=Path, default=result_path("ingest_chaos"))
     parser.add_argument("--no-control", action="store_true", help="skip the reordered clean build")
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it (indexes, logs)")
     args = parser.parse_args()
@@ -411,8 +410,7 @@ def main() -> None:
         )
     report["command"] = " ".join(["bench/ingest_chaos.py", *sys.argv[1:]])
     print_report(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2))
+    write_result(args.out, report)
     print(f"wrote {args.out}")
     sys.exit(0 if all(report["goals"].values()) else 1)
 

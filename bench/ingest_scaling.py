@@ -41,8 +41,6 @@ import os
 import random
 import resource
 import secrets
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,8 +55,8 @@ import psutil
 from rag_common.embedders.models import resolve_model_path
 from rag_common.identity import IDENTITY_HEADER, Identity, encode_identity
 from rag_common.internal_auth import SERVICE_TOKEN_HEADER
+from harness import describe, result_path, write_result
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 MIB = 1024 * 1024
 MODEL = "all-MiniLM-L6-v2"
 GOAL_LINEAR = 0.20
@@ -167,55 +165,28 @@ def run_child(size_mib: float, seed: int, isolation: str | None, env: dict[str, 
 # ------------------------------------------------------------------------------------ part 2 server
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Retriever:
-    """``python -m rag_retriever`` on a free port with a fresh index, until ``stop``."""
+    """``python -m rag_retriever`` on a free port with a fresh index (``ragctl.stack.start_service``:
+    waited for until ready, its log in ``workdir/retriever.log``), until ``stop``."""
 
     def __init__(self, workdir: Path, env: dict[str, str], isolation: str | None) -> None:
-        port = free_port()
+        from ragctl.stack import free_port, start_service
+
         token = secrets.token_hex(16)
-        self.base_url = f"http://127.0.0.1:{port}"
         identity = Identity(tenant="bench", user="bench", scopes=["chat", "ingest"])
         self.headers = {IDENTITY_HEADER: encode_identity(identity), SERVICE_TOKEN_HEADER: token}
         server_env = {
-            **env, "RETRIEVER_HOST": "127.0.0.1", "RETRIEVER_PORT": str(port), "RETRIEVER_LOG_LEVEL": "warning",
-            "RETRIEVER_INDEX_DIR": str(workdir / "index"), "RAG_SERVICE_TOKEN": token,
+            **env, "RETRIEVER_LOG_LEVEL": "warning", "RETRIEVER_INDEX_DIR": str(workdir / "index"), "RAG_SERVICE_TOKEN": token,
         }
         if isolation:
             server_env["RETRIEVER_INGEST_ISOLATION"] = isolation
-        self.log = workdir / "retriever.log"
-        with open(self.log, "w") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "rag_retriever"], env=server_env, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"the retriever exited:\n{self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise SystemExit("the retriever did not become ready in 180 s")
+        self.process = start_service("retriever", free_port(), workdir, server_env, ready_timeout_s=180)
 
     def client(self, timeout_s: float) -> httpx.Client:
-        return httpx.Client(base_url=self.base_url, headers=self.headers, timeout=timeout_s)
+        return httpx.Client(base_url=self.process.url, headers=self.headers, timeout=timeout_s)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.process.stop(timeout_s=30)
 
 
 def search_phase(
@@ -245,14 +216,8 @@ def search_phase(
 
 
 def summary(latencies: list[float]) -> dict[str, Any]:
-    if not latencies:
-        return {"queries": 0, "p50_ms": None, "p95_ms": None, "max_ms": None}
-    ordered = sorted(latencies)
-    quantiles = statistics.quantiles(ordered, n=20, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 19
-    return {
-        "queries": len(ordered), "p50_ms": round(statistics.median(ordered), 1), "p95_ms": round(quantiles[18], 1),
-        "max_ms": round(ordered[-1], 1),
-    }
+    stats = describe(latencies, ("n", "p50", "p95", "max"), digits=1)
+    return {"queries": stats["n"], "p50_ms": stats["p50"], "p95_ms": stats["p95"], "max_ms": stats["max"]}
 
 
 def latency_during_ingest(args: argparse.Namespace, env: dict[str, str], words: list[str]) -> dict[str, Any]:
@@ -315,7 +280,7 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--pythonpath", action="append", default=[], help="source directories put first on the path")
     parser.add_argument("--seed", type=int, default=29)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "ingest_scaling.json")
+    parser.add_argument("--out", type=Path, default=result_path("ingest_scaling"))
     parser.add_argument("--child", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -384,8 +349,7 @@ def main() -> None:
 
     result["load_at_end"] = load()
     result["total_s"] = round(time.perf_counter() - began, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(f"wrote {args.out} ({result['total_s']:.0f} s)")
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from rag_retriever.backends.base import FusionSettings
 from rag_retriever.learned_fusion import SHIPPED_MODEL, FusionModel
 from rag_retriever.runtime import build_embedder
 from rag_retriever.settings import RetrieverSettings
+from harness import describe, result_path, write_result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,11 +48,6 @@ class PrecomputedEmbedder:
 
     def encode_queries(self, texts: list[str]) -> np.ndarray:
         return np.stack([self._vectors[text] for text in texts])
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"p50": round(statistics.median(ordered), 2), "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 2)}
 
 
 async def measure(name: str, reports: Path, top_k: int, repeats: int) -> dict[str, Any]:
@@ -86,8 +81,8 @@ async def measure(name: str, reports: Path, top_k: int, repeats: int) -> dict[st
                         times[key].append(value)
                     differences.append(taken["learned"] - taken["min_max"])
     return {"dataset": name, "questions": len(texts), "repeats": repeats, "top_k": top_k,
-            "search_ms": {key: percentiles(values) for key, values in times.items()},
-            "added_ms": percentiles(differences)}
+            "search_ms": {key: describe(values, digits=2) for key, values in times.items()},
+            "added_ms": describe(differences, digits=2)}
 
 
 def main() -> None:
@@ -96,14 +91,13 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--reports", type=Path, default=REPO_ROOT / "reports")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "learned_fusion_latency.json")
+    parser.add_argument("--out", type=Path, default=result_path("learned_fusion_latency"))
     args = parser.parse_args()
     results = [asyncio.run(measure(name, args.reports, args.top_k, args.repeats))
                for name in args.dataset or ["hotpotqa", "mtrag-un"]]
     for result in results:
         print(json.dumps(result))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    write_result(args.out, results)
 
 
 if __name__ == "__main__":

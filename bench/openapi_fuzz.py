@@ -32,7 +32,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -40,9 +39,8 @@ from typing import Any
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chat_load import load_averages  # noqa: E402
+from harness import DEMO_DOCS, git_head, load_averages, result_path, running_stack, write_result  # noqa: E402
 
 #: schemathesis's failures that mean a response the OpenAPI document does not describe: its status,
 #: content type, headers or body. ("schema violations", goal 0; every other check is reported too.)
@@ -157,11 +155,10 @@ def main() -> int:
                         help="comma-separated, of the five services")
     parser.add_argument("--mode", choices=("extractive", "generative", "auto"), default="extractive",
                         help="GENERATOR_MODE of the stack")
-    parser.add_argument("--docs", type=Path, default=REPO_ROOT / "docs", help="corpus ingested first (*.md)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "fuzz.json")
+    parser.add_argument("--docs", type=Path, default=DEMO_DOCS, help="corpus ingested first (*.md)")
+    parser.add_argument("--out", type=Path, default=result_path("fuzz"))
     args = parser.parse_args()
-    from ragctl.cli import upload_files
-    from ragctl.stack import API_KEY_ENV, SERVICES, free_port, start_stack
+    from ragctl.stack import SERVICES
 
     services = [s.strip() for s in args.services.split(",") if s.strip()]
     unknown = sorted(set(services) - set(SERVICES))
@@ -173,20 +170,14 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     load_before = load_averages()
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        ports = {name: free_port() for name in (*SERVICES, "llm", "redis")}
-        stack, env = start_stack(ports, Path(tmp), persist_redis=False)
-        try:
-            api_key = env[API_KEY_ENV]
-            urls = {p.name: p.url for p in stack.processes}
-            corpus = upload_files(urls["gateway"], sorted(args.docs.glob("*.md")), api_key=api_key)
-            for service in services:
-                print(f"fuzzing {service} ...", flush=True)
-                row = fuzz_service(service, urls[service], api_key, env["RAG_SERVICE_TOKEN"], args, args.out.parent)
-                row["status_500"] = row.get("statuses", {}).get("500", 0)
-                rows.append(row)
-        finally:
-            stack.stop()
+    with running_stack(args.docs) as running:
+        corpus = running.corpus
+        for service in services:
+            print(f"fuzzing {service} ...", flush=True)
+            row = fuzz_service(service, running.url(service), running.api_key, running.env["RAG_SERVICE_TOKEN"], args,
+                               args.out.parent)
+            row["status_500"] = row.get("statuses", {}).get("500", 0)
+            rows.append(row)
     goals_met = all(
         row.get("cases", 0) >= args.cases and row["status_500"] == 0 and row.get("schema_violations", 1) == 0
         and row["exit_code"] == 0
@@ -196,14 +187,13 @@ def main() -> int:
         "seed": args.seed,
         "cases_goal": args.cases,
         "generator_mode": args.mode,
-        "head": subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                               capture_output=True, text=True).stdout.strip(),
+        "head": git_head(),
         "corpus": {"documents": corpus["documents"], "chunks": corpus["chunks"]},
         "machine_load": {"before": load_before, "after": load_averages(), "cpu_count": os.cpu_count()},
         "goals_met": goals_met,
         "apis": rows,
     }
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print_report(result)
     for row in rows:
         if row["failures_excerpt"]:

@@ -51,15 +51,15 @@ from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
 from rag_eval.metrics import evaluate  # noqa: E402
 from rag_eval.pipeline import history_pairs, open_retriever  # noqa: E402
 from rag_eval.runner import select_queries  # noqa: E402
-from rag_eval.stats import paired_bootstrap, percentiles  # noqa: E402
+from rag_eval.stats import paired_bootstrap  # noqa: E402
 from rag_gateway.settings import GatewaySettings  # noqa: E402
 from rag_refiner.query_refiner import QueryRefiner  # noqa: E402
 from rag_refiner.runtime import open_runtime as open_refiner  # noqa: E402
 from rag_refiner.settings import RefinerSettings  # noqa: E402
 from rag_retriever.settings import RetrieverSettings  # noqa: E402
 from ragctl.stack import free_port, start_llm_server  # noqa: E402
+from harness import RESULTS_DIR, describe, result_path, write_result  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["recall@5", "ndcg@10"]
 TOP_K = 10
 MODE, FUSION = "hybrid", "min_max"
@@ -183,8 +183,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "refiner_vs_append": {name: compare(append_run, refined_run, dataset.qrels, ids)
                               for name, ids in list(groups.items())[:2]},
         "latency_ms": {
-            "all": {k: round(v, 1) for k, v in percentiles(latencies, (50, 95)).items() if v is not None},
-            "follow_ups": {k: round(v, 1) for k, v in percentiles(follow_latencies, (50, 95)).items() if v is not None},
+            "all": {k: v for k, v in describe(latencies, digits=1).items() if v is not None},
+            "follow_ups": {k: v for k, v in describe(follow_latencies, digits=1).items() if v is not None},
             "mean_all": round(sum(latencies) / max(1, len(latencies)), 1),
         },
         "methods": dict(Counter(r["method"] for r in records)),
@@ -258,9 +258,9 @@ def main() -> None:
                         help="A seeded sample of this many tasks with qrels (default 0 = all 332)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=None, help="Where the LLM server's log goes (a temp dir)")
-    parser.add_argument("--index-cache", type=Path, default=REPO_ROOT / "bench-results" / ".index",
+    parser.add_argument("--index-cache", type=Path, default=RESULTS_DIR / ".index",
                         help="Index cache (rag_eval.pipeline.open_retriever: reused when the corpus and embedder match)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "refiner_quality.json")
+    parser.add_argument("--out", type=Path, default=result_path("refiner_quality"))
     args = parser.parse_args()
     args.limit = args.limit or None
     started = time.perf_counter()
@@ -272,8 +272,7 @@ def main() -> None:
     result["total_seconds"] = round(time.perf_counter() - started, 1)
     result["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print("\n" + tables(result) + "\n")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    write_result(args.out, result)
     print(f"wrote {args.out} ({result['total_seconds']} s)")
 
 

@@ -70,8 +70,8 @@ from rag_reranker.settings import RerankerSettings  # noqa: E402
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector  # noqa: E402
 from rag_reranker.stages.diffusion_stage import DiffusionStage  # noqa: E402
 from rag_reranker.stages.gmmr_stage import GmmrStage  # noqa: E402
+from harness import describe, result_path, write_result  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DATASET = "hotpotqa"
 METRICS = ["recall@5", "recall@10", "ndcg@10", "coverage@5", "coverage@10"]
 CI_METRICS = ["recall@5", "coverage@5"]
@@ -150,9 +150,8 @@ async def rerank(service: RerankService, cand: Candidates, stages: list[Any] | N
     if bad:
         raise RuntimeError(f"stage did not run: {bad[0].name} {bad[0].status}: {bad[0].reason}")
     detail = next((r.detail for r in response.reports if r.name == "gmmr"), {})
-    return Outcome(
-        dedupe_doc_ids(p.doc_id for p in response.passages), tuple(p.chunk_id for p in response.passages), ms, detail
-    )
+    top = response.ranked_passages(cand.passages)
+    return Outcome(dedupe_doc_ids(p.doc_id for p in top), tuple(p.chunk_id for p in top), ms, detail)
 
 
 class CountingEvaluator:
@@ -196,7 +195,7 @@ def summarise(
     for name, s in scored.items():
         row: dict[str, Any] = {
             "metrics": {spec: round(v, 4) for spec, v in s["means"].items()},
-            "rerank_ms_p50": round(float(np.percentile(latencies[name], 50)), 3) if latencies.get(name) else 0.0,
+            "rerank_ms_p50": describe(latencies[name], ("p50",), digits=3)["p50"] if latencies.get(name) else 0.0,
         }
         if name != baseline:
             row["delta_vs_retriever"] = {
@@ -237,7 +236,7 @@ async def run(args: argparse.Namespace, embedder: SentenceTransformerEmbedder) -
 
     settings = RerankerSettings()
     fixed_service = RerankService(
-        {"diffusion": DiffusionStage(alpha=settings.diffusion_alpha), "gmmr": GmmrStage(settings.mmr_lambda)},
+        {"diffusion": DiffusionStage.of(settings), "gmmr": GmmrStage.of(settings, adaptive=None)},
         default_chain=["gmmr"],
         embedder=embedder,
     )
@@ -322,11 +321,9 @@ async def run_adaptive(
                           service_evaluator_timeout_s=settings.evaluator_timeout_s)
             service = RerankService(
                 {
-                    "gmmr": GmmrStage(
-                        settings.mmr_lambda,
+                    "gmmr": GmmrStage.of(
+                        settings.model_copy(update={"evaluator_timeout_s": args.evaluator_timeout}),
                         adaptive=AdaptiveLambdaSelector(counter, concurrency=settings.evaluator_concurrency),
-                        lambdas=tuple(settings.adaptive_lambdas),
-                        adaptive_timeout_s=args.evaluator_timeout,
                     )
                 },
                 default_chain=["gmmr"],
@@ -365,8 +362,7 @@ async def run_adaptive(
                     "service_default_gmmr": default,
                     "llm_calls_per_question": {"mean": round(float(np.mean(calls)), 2), "min": min(calls),
                                                "max": max(calls)},
-                    "wall_s_per_question": {"p50": round(float(np.percentile(wall, 50)), 2),
-                                            "mean": round(float(np.mean(wall)), 2), "max": round(max(wall), 2)},
+                    "wall_s_per_question": describe(wall, ("p50", "mean", "max"), digits=2),
                     "distinct_sets_mean": round(float(np.mean(judged)), 2) if judged else None,
                     "chosen_lambdas": {str(lam): chosen.count(lam) for lam in sorted(set(chosen), key=float)},
                     "fallbacks": len(fallbacks),
@@ -468,7 +464,7 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "reranker_quality.json")
+    parser.add_argument("--out", type=Path, default=result_path("reranker_quality"))
     args = parser.parse_args()
     args.alphas = [float(a) for a in args.alphas.split(",") if a.strip()]
 
@@ -492,8 +488,7 @@ def main() -> None:
         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     print("\n" + report(data, args) + "\n")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(output, indent=2, ensure_ascii=False))
+    write_result(args.out, output)
     print(f"wrote {args.out} ({output['total_seconds']} s)")
 
 

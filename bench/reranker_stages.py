@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "services" / "reranker"))
 
 from rag_reranker.stages.gmmr import GeometricMMR  # noqa: E402
+from rag_reranker.settings import RerankerSettings  # noqa: E402
 from rag_reranker.stages.graph_diffusion import GraphDiffusionReranker  # noqa: E402
+from harness import describe, result_path, write_result  # noqa: E402
 
 
 def _time_ms(fn, runs: int, warmup: int = 5) -> np.ndarray:
@@ -50,11 +52,11 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(ROOT / "bench-results" / "reranker_stages.json"))
+    parser.add_argument("--out", default=str(result_path("reranker_stages")))
     args = parser.parse_args()
 
     rng = np.random.default_rng(args.seed)
-    diffusion = GraphDiffusionReranker()
+    diffusion = GraphDiffusionReranker(alpha=RerankerSettings().diffusion_alpha)
     gmmr = GeometricMMR(0.5)
     rows = []
     for n in [int(s) for s in args.sizes.split(",")]:
@@ -67,11 +69,9 @@ def main() -> None:
         rows.append(
             {
                 "n": n,
-                "diffusion_p50_ms": round(float(np.percentile(d_ms, 50)), 4),
-                "diffusion_p95_ms": round(float(np.percentile(d_ms, 95)), 4),
+                **{f"diffusion_{name}_ms": value for name, value in describe(d_ms, digits=4).items()},
                 "diffusion_iterations": int(iterations),
-                "gmmr_p50_ms": round(float(np.percentile(g_ms, 50)), 4),
-                "gmmr_p95_ms": round(float(np.percentile(g_ms, 95)), 4),
+                **{f"gmmr_{name}_ms": value for name, value in describe(g_ms, digits=4).items()},
             }
         )
 
@@ -85,7 +85,6 @@ def main() -> None:
         )
 
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "benchmark": "reranker_stages",
         "config": {
@@ -105,7 +104,7 @@ def main() -> None:
         },
         "results": rows,
     }
-    out.write_text(json.dumps(payload, indent=2) + "\n")
+    write_result(out, payload)
     print(f"\nwrote {out}")
 
 

@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,10 @@ sys.path.insert(0, str(ROOT / "services" / "reranker"))
 
 from rag_common.embedders import resolve_model_path  # noqa: E402
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer  # noqa: E402
+from rag_reranker.scorers.local_cross_encoder import ScorerOptions  # noqa: E402
+from rag_reranker.settings import RerankerSettings  # noqa: E402
 from rag_reranker.torch_runtime import resolve_device  # noqa: E402
+from harness import describe, result_path, write_result  # noqa: E402
 
 # MiniLM-L6 cross-encoder (cross-encoder/ms-marco-MiniLM-L-6-v2) dimensions.
 ARCH = {"layers": 6, "hidden": 384, "heads": 12, "intermediate": 1536, "vocab": 30522}
@@ -300,8 +304,7 @@ async def concurrent_run(
         "pairs_per_s": pairs / elapsed,
         "cpu_seconds": cpu,
         "pairs_per_cpu_s": pairs / cpu,
-        "latency_p50_ms": float(np.percentile(lat, 50)),
-        "latency_p95_ms": float(np.percentile(lat, 95)),
+        **{f"latency_{name}_ms": value for name, value in describe(lat, digits=None).items()},
         "latency_requests": len(steady),
         "model_calls": int(count),
         "mean_batch_pairs": (total / count) if count else None,
@@ -365,7 +368,7 @@ def main() -> None:
     parser.add_argument("--max-load", type=float, default=1.5, help="wait at the start while the load is above")
     parser.add_argument("--load-wait-seconds", type=float, default=180.0, help="longest wait for a quiet machine")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=str(ROOT / "bench-results" / "reranker_throughput.json"))
+    parser.add_argument("--out", default=str(result_path("reranker_throughput")))
     args = parser.parse_args()
 
     import torch
@@ -384,7 +387,10 @@ def main() -> None:
         print(f"model: MiniLM-L6 cross-encoder, random weights (seed {args.seed}), in {model_dir}")
         print(f"texts: {text_source}")
 
-        scorer = CrossEncoderScorer(str(model_dir), batch_size=MODEL_BATCH_SIZE, device=resolve_device(None))
+        scorer = CrossEncoderScorer(
+            str(model_dir), replace(ScorerOptions.of(RerankerSettings()), batch_size=MODEL_BATCH_SIZE),
+            device=resolve_device(None),
+        )
         scorer.warm_up()
         padding = Padding(scorer._model.tokenizer, scorer.max_length)
         torch_threads = torch.get_num_threads()
@@ -545,7 +551,6 @@ def main() -> None:
                   f"| {r['load_before'][0]} → {r['load_after'][0]} |")
 
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "benchmark": "reranker_throughput",
         "config": {k: v for k, v in vars(args).items() if k != "out"} | {"model_batch_size": MODEL_BATCH_SIZE},
@@ -567,7 +572,7 @@ def main() -> None:
         "concurrency": conc_rows,
         "total_seconds": time.perf_counter() - run_started,
     }
-    out.write_text(json.dumps(payload, indent=2) + "\n")
+    write_result(out, payload)
     print(f"\nwrote {out} ({payload['total_seconds']:.0f} s in total)")
 
 

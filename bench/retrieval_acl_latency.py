@@ -37,8 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_latency import chunk  # noqa: E402 - the same synthetic chunks as the latency bench
 
 from rag_eval.synthetic import SyntheticCorpus  # noqa: E402
-from rag_retriever.backends.base import AccessFilter, FusionSettings  # noqa: E402
+from rag_retriever.backends.base import AccessFilter, FusionSettings, HnswParams  # noqa: E402
 from rag_retriever.backends.embedded import EmbeddedBackend  # noqa: E402
+from rag_retriever.settings import RetrieverSettings  # noqa: E402
+from harness import describe, result_path, write_result  # noqa: E402
 
 TENANTS = ("north", "south", "east")
 GROUPS = ("g0", "g1", "g2", "g3")
@@ -64,17 +66,13 @@ async def timed(calls: list) -> tuple[list[float], list[int]]:
     return samples, counts
 
 
-def percentile(samples: list[float], q: float) -> float:
-    return round(float(np.percentile(samples, q)), 3)
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     corpus = SyntheticCorpus(args.size, dim=384, seed=7)
     vectors = corpus.vectors()
     rng = np.random.default_rng(7)
     needles = set(int(i) for i in rng.choice(args.size, size=3, replace=False))
     with tempfile.TemporaryDirectory() as workdir:
-        backend = EmbeddedBackend(Path(workdir) / "index", dim=384, model_id="synthetic")
+        backend = EmbeddedBackend(Path(workdir) / "index", 384, HnswParams.of(RetrieverSettings()), model_id="synthetic")
         started = time.perf_counter()
         for start in range(0, args.size, 5000):
             stop = min(start + 5000, args.size)
@@ -103,13 +101,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     "dense": [lambda v=v: backend.search_dense(v, K, access=access) for v in query_vectors],
                     "bm25": [lambda t=t: backend.search_bm25(t, K, access=access) for t in query_texts],
                     "hybrid": [
-                        lambda t=t, v=v: backend.search_hybrid(t, v, K, None, FusionSettings(), access=access)
+                        lambda t=t, v=v: backend.search_hybrid(t, v, K, None, FusionSettings("min_max", 0.5), access=access)
                         for t, v in zip(query_texts, query_vectors, strict=True)
                     ],
                 }[mode]
                 samples, counts = await timed(calls)
                 results[f"{mode}/{case}"] = {
-                    "p50_ms": percentile(samples, 50), "p95_ms": percentile(samples, 95),
+                    **{f"{name}_ms": value for name, value in describe(samples, digits=3).items()},
                     "mean_hits": round(statistics.mean(counts), 2),
                 }
         await backend.close()
@@ -133,10 +131,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=100_000, help="chunks in the index")
     parser.add_argument("--queries", type=int, default=200, help="timed searches per mode and case")
-    parser.add_argument("--out", type=Path, default=Path("bench-results/retrieval_acl_latency.json"))
+    parser.add_argument("--out", type=Path, default=result_path("retrieval_acl_latency"))
     arguments = parser.parse_args()
     result = asyncio.run(main(arguments))
     print_table(result)
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(result, indent=1))
+    write_result(arguments.out, result)
     print(f"wrote {arguments.out}")

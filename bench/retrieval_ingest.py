@@ -41,8 +41,8 @@ from rag_retriever.records import ChunkRecord
 from rag_retriever.runtime import open_backend
 from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
+from harness import RESULTS_DIR, write_result
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 GOAL_OVERHEAD = 0.15
 
 
@@ -92,7 +92,7 @@ def add_ingest_arguments(parser: argparse.ArgumentParser, *, dataset: str, docs:
     parser.add_argument("--docs", type=int, default=docs)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / out)
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / out)
 
 
 async def pipeline(
@@ -220,8 +220,7 @@ def main() -> None:
     for label, value in (("separate runs", overhead), ("within the pipeline run", overhead_in_run)):
         verdict = "meets" if value <= GOAL_OVERHEAD else "MISSES"
         print(f"goal: overhead <= {GOAL_OVERHEAD:.0%} ({label}): {value:.1%} ({verdict})")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(f"wrote {args.out}")
 
 

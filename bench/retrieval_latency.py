@@ -44,13 +44,13 @@ from rag_common.schemas import SearchRequest
 from rag_eval.datasets import DatasetNotFound, load_dataset
 from rag_eval.harness import EVAL_ACCESS, embedded_settings
 from rag_eval.synthetic import SyntheticCorpus
-from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.backends.base import FusionSettings, HnswParams, SearchBackend
 from rag_retriever.backends.embedded import META_FILE, EmbeddedIndex
 from rag_retriever.records import ChunkRecord
 from rag_retriever.runtime import open_runtime
 from rag_retriever.settings import RetrieverSettings
+from harness import latency_ms, result_path, write_result
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 K = 10
 WARMUP = 20
 GOALS_MS = {"dense": 10.0, "hybrid": 25.0}  # p50 at 100k chunks, index search only
@@ -62,16 +62,6 @@ def mib(value: int) -> float:
 
 def rss() -> int:
     return psutil.Process().memory_info().rss
-
-
-def summary(samples_ms: list[float]) -> dict[str, float]:
-    values = np.asarray(samples_ms)
-    return {
-        "p50": round(float(np.percentile(values, 50)), 3),
-        "p95": round(float(np.percentile(values, 95)), 3),
-        "mean": round(float(values.mean()), 3),
-        "n": len(samples_ms),
-    }
 
 
 def dir_size(path: Path) -> int:
@@ -180,7 +170,7 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
                 for t, v in zip(query_texts, query_vectors, strict=True)
             ],
         }
-        backend_ms = {mode: summary(await time_calls(calls)) for mode, calls in modes.items()}
+        backend_ms = {mode: latency_ms(await time_calls(calls)) for mode, calls in modes.items()}
 
         stub.vectors = dict(zip(query_texts, query_vectors, strict=True))
         services = {fusion: runtime.search_with(config) for fusion, config in fusions.items()}
@@ -194,7 +184,7 @@ async def measure_size(size: int, args: argparse.Namespace, settings: RetrieverS
                 lambda t=t, m=mode, f=fusion: services[f].search(SearchRequest(query=t, top_k=K, mode=m), EVAL_ACCESS)
                 for t in query_texts
             ]
-            service_ms[name] = summary(await time_calls(calls))
+            service_ms[name] = latency_ms(await time_calls(calls))
 
         # ANN recall@10: the backend's dense hits against an exact scan of the same vectors.
         recalls = []
@@ -237,7 +227,7 @@ def measure_reopen(index_dir: Path, dim: int, settings: RetrieverSettings, query
     after; then the same open forced through the full per-chunk repair (``full_repair_s``: a crash,
     or an index saved before the graph state was recorded)."""
     def open_index() -> EmbeddedIndex:
-        return EmbeddedIndex(index_dir, dim, settings.hnsw_m, settings.hnsw_ef_construction, settings.hnsw_ef_search)
+        return EmbeddedIndex(index_dir, dim, HnswParams.of(settings))
 
     started = time.perf_counter()
     index = open_index()
@@ -267,8 +257,8 @@ def measure_reopen(index_dir: Path, dim: int, settings: RetrieverSettings, query
     result = {
         "ready_s": round(ready, 2),
         "sweep_s": round(swept, 2),
-        "dense_ms_during_sweep": summary(during) if during else None,
-        "dense_ms_after_sweep": summary(after),
+        "dense_ms_during_sweep": latency_ms(during) if during else None,
+        "dense_ms_after_sweep": latency_ms(after),
         "full_repair_s": round(full, 2),
     }
     print(f"  reopened: serving after {result['ready_s']} s, sweep done after {result['sweep_s']} s; "
@@ -326,7 +316,7 @@ def measure_query_embedding(n: int, seed: int) -> dict[str, Any]:
         "backend": embedder.backend,
         "queries": source,
         "mean_tokens": round(statistics.fmean(tokens), 1),
-        "ms": summary(samples),
+        "ms": latency_ms(samples),
         "rss_model_delta_mib": mib(rss() - rss_before),
     }
 
@@ -376,7 +366,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-embedding", action="store_true", help="skip the MiniLM query-embedding timing")
     parser.add_argument("--workdir", type=Path, default=None, help="where to build the indexes (default: a temp dir)")
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "retrieval_latency.json")
+    parser.add_argument("--out", type=Path, default=result_path("retrieval_latency"))
     args = parser.parse_args()
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
 
@@ -421,8 +411,7 @@ def main() -> None:
     result["total_seconds"] = round(time.perf_counter() - started, 1)
 
     print_report(result)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(f"\nwrote {args.out} ({result['total_seconds']} s in all)")
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import tempfile
 import time
@@ -38,8 +37,8 @@ from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedde
 from rag_eval.datasets import DatasetNotFound, load_dataset
 from rag_eval.harness import Retriever, open_index
 from rag_eval.metrics import evaluate, parse_metric
+from harness import result_path, write_result
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 METRICS = {
     "vaswani": ["ndcg@10", "mrr@10", "recall@100"],
@@ -172,7 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", default="vaswani,hotpotqa,clapnq,mtrag-un")
     parser.add_argument("--workdir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "retrieval_quality.json")
+    parser.add_argument("--out", type=Path, default=result_path("retrieval_quality"))
     args = parser.parse_args()
     names = [name.strip() for name in args.datasets.split(",") if name.strip()]
     unknown = sorted(set(names) - set(METRICS))
@@ -198,8 +197,7 @@ def main() -> None:
         print(table(name, data) + "\n")
     if not results:
         print("no dataset found: nothing measured (set RAG_DATASETS_DIR)")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(output, indent=2))
+    write_result(args.out, output)
     print(f"wrote {args.out} ({output['total_seconds']} s)")
 
 

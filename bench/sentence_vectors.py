@@ -46,8 +46,8 @@ from rag_retriever.tokens import EmbedderTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from retrieval_ingest import TimedEmbedder, add_ingest_arguments, dataset_documents, embed_only  # noqa: E402 - the same helpers as the ingest bench
+from harness import write_result  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 GOAL_OVERHEAD = 0.15
 
 
@@ -173,8 +173,7 @@ def main() -> None:
                   f"metadata re-ingest embedded {again['strings_embedded']} strings; overhead goal <= {GOAL_OVERHEAD:.0%}: "
                   f"{overhead:+.1%} CPU ({verdict})")
     print(f"load at end {result['load_avg_at_end']}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(f"wrote {args.out}")
 
 

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -32,8 +31,10 @@ from rag_common.identity import Identity
 from rag_common.schemas import DocumentIn, SearchRequest
 from rag_eval.harness import open_index
 from rag_generator.extractive_answerer import ExtractiveAnswerer
+from rag_generator.settings import GeneratorSettings
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.settings import RetrieverSettings
+from harness import describe, result_path, write_result
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 QUESTIONS = [
@@ -80,7 +81,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = RetrieverSettings().model_copy(update={"sentence_vectors": args.mode})
     access = AccessFilter.of(Identity(tenant="default", user="bench"))
     counting = CountingEmbedder(embedder)
-    answerer = ExtractiveAnswerer(counting)
+    answerer = ExtractiveAnswerer.of(GeneratorSettings(), counting)
     with tempfile.TemporaryDirectory() as tmp:
         async with open_index(Path(tmp) / "index", embedder, settings) as retriever:
             started = time.perf_counter()
@@ -127,7 +128,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "best_sentence_changed": changed,
         "max_score_difference": max_diff,
         "strings_embedded_at_answer_time": embedded,
-        "answerer_ms_p50": {name: round(statistics.median(values), 1) for name, values in times.items()},
+        "answerer_ms_p50": {name: describe(values, ("p50",), digits=1)["p50"] for name, values in times.items()},
         "rounds": args.rounds,
         "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
     }
@@ -137,7 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=["pooled", "embedded"], default="pooled", help="RETRIEVER_SENTENCE_VECTORS")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "bench-results" / "sentence_vectors_answers.json")
+    parser.add_argument("--out", type=Path, default=result_path("sentence_vectors_answers"))
     args = parser.parse_args()
     result = asyncio.run(run(args))
     print(json.dumps(result, indent=2))
@@ -148,8 +149,7 @@ def main() -> None:
         f"{result['max_score_difference']:.1e}); extractive answerer p50 {p50['stripped']} ms → {p50['stored']} ms "
         f"with stored vectors; strings embedded at answer time {result['strings_embedded_at_answer_time']}"
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     print(f"wrote {args.out}")
 
 

@@ -15,11 +15,15 @@ The rules (docs/ARCHITECTURE.md, "Import rules"):
  4. Inside a service the HTTP module imports the logic, never the reverse: only rag_x/__main__.py
     may import rag_x.app.
  5. Nothing outside a service imports its app.py (other services, rag_common, ragctl, rag_eval, bench).
- 6. The retriever's backends are independent: backends/embedded.py and whatever it imports from
+ 6. The retriever's backends are independent: backends/embedded/ and whatever it imports from
     rag_retriever.backends never import backends/opensearch*.py, and vice versa.
  7. rag_eval, bench and ragctl import only production packages: rag_common, the services' logic
     modules (app.py is rule 5's), ragctl and rag_eval; never tests/ code or a source-tree path
     (``libs.``, ``cli.``, ``eval.``, ``services.``).
+ 8. Nothing above ``backends/`` names a concrete backend: no module of a service or of rag_common
+    outside rag_retriever/backends/ imports ``rag_retriever.backends.embedded*`` or
+    ``rag_retriever.backends.opensearch*``, except the composition root (CONCRETE_BACKEND_ALLOWED).
+    The others see the protocols of ``backends/base.py`` and get a backend's abilities injected.
 """
 
 from __future__ import annotations
@@ -48,6 +52,14 @@ FASTAPI_ALLOWED: dict[str, str] = {
 
 BACKENDS = "rag_retriever.backends"
 EMBEDDED_BACKEND = f"{BACKENDS}.embedded"
+#: Module names (under ``BACKENDS``) of the concrete backends, the embedded package and every
+#: ``opensearch*`` module (rule 8).
+CONCRETE_BACKEND_PREFIXES = ("embedded", "opensearch")
+#: Modules above ``backends/`` that may import a concrete backend: module -> why. Keep it to the
+#: composition root; the app, the services and their __main__ get what runtime.py builds.
+CONCRETE_BACKEND_ALLOWED: dict[str, str] = {
+    "rag_retriever.runtime": "the composition root: opens the configured backend and injects its abilities",
+}
 
 #: Top-level names that would mean production code imports test code or a source-tree path
 #: instead of an installed package.
@@ -299,6 +311,30 @@ def rule7_tools_import_only_production_packages(tree: Tree) -> list[str]:
     )
 
 
+def is_concrete_backend(target: str) -> bool:
+    """``target`` is (inside) ``rag_retriever.backends.embedded*`` or ``rag_retriever.backends.opensearch*``."""
+    if not within(target, BACKENDS) or target == BACKENDS:
+        return False
+    return target[len(BACKENDS) + 1 :].split(".")[0].startswith(CONCRETE_BACKEND_PREFIXES)
+
+
+def rule8_concrete_backend_above_backends(tree: Tree) -> list[str]:
+    found = violations(
+        tree,
+        lambda m: (m.top == COMMON or m.top in SERVICE_PACKAGES)
+        and not within(m.name, BACKENDS)
+        and m.name not in CONCRETE_BACKEND_ALLOWED,
+        lambda m, imp: is_concrete_backend(imp.target),
+    )
+    for name in sorted(CONCRETE_BACKEND_ALLOWED):
+        module = tree.modules.get(name)
+        if module is None or not any(is_concrete_backend(imp.target) for imp in module.imports):
+            found.append(
+                f"CONCRETE_BACKEND_ALLOWED[{name!r}]: the module imports no concrete backend; remove the entry"
+            )
+    return found
+
+
 RULES: dict[str, Callable[[Tree], list[str]]] = {
     "rule1": rule1_service_imports_other_service,
     "rule2": rule2_common_imports_service_or_tool,
@@ -307,6 +343,7 @@ RULES: dict[str, Callable[[Tree], list[str]]] = {
     "rule5": rule5_app_imported_from_outside,
     "rule6": rule6_backends_import_each_other,
     "rule7": rule7_tools_import_only_production_packages,
+    "rule8": rule8_concrete_backend_above_backends,
 }
 
 
@@ -366,6 +403,16 @@ def test_checker_finds_violations_in_a_synthetic_tree(tmp_path: Path) -> None:
             "from rag_retriever.backends.opensearch import Search\n"
         ),
         "services/retriever/rag_retriever/backends/opensearch.py": "import json\n",
+        # rule 8: the composition root may name a concrete backend, a service module may not (even
+        # lazily, relatively or through the package); base.py is not a concrete backend
+        "services/retriever/rag_retriever/runtime.py": (
+            "def open_backend():\n    from rag_retriever.backends.embedded import EmbeddedBackend\n"
+        ),
+        "services/retriever/rag_retriever/search_service.py": (
+            "from rag_retriever.backends.base import Searcher\n"
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .backends.embedded import EmbeddedIndex\n"
+        ),
+        "services/retriever/rag_retriever/graph_retrieval.py": "from rag_retriever.backends import opensearch\n",
         # rule 5 from bench, rule 7 from rag_eval; a service logic module is fine for both
         "bench/quality.py": "from rag_refiner.app import create_app\nfrom rag_refiner.query_refiner import Q\n",
         "eval/rag_eval/__init__.py": "",
@@ -394,6 +441,10 @@ def test_checker_finds_violations_in_a_synthetic_tree(tmp_path: Path) -> None:
         " <- services/retriever/rag_retriever/backends/embedded.py:1: from . import helpers"
     ]
     assert found["rule7"] == ["eval/rag_eval/pipeline.py:1: from tests.helpers import fake"]
+    assert found["rule8"] == [
+        "services/retriever/rag_retriever/graph_retrieval.py:1: from rag_retriever.backends import opensearch",
+        "services/retriever/rag_retriever/search_service.py:4: from .backends.embedded import EmbeddedIndex",
+    ]
 
 
 # --------------------------------------------------------------------------- the rules on the real tree
@@ -445,4 +496,12 @@ def test_rule7_tools_import_only_production_packages(tree: Tree) -> None:
         rule7_tools_import_only_production_packages(tree),
         f"rule 7: rag_eval/bench/ragctl import something other than {sorted(TOOL_MAY_IMPORT)} "
         "(tests/ code or a source-tree path)",
+    )
+
+
+def test_rule8_nothing_above_backends_imports_a_concrete_backend(tree: Tree) -> None:
+    fail_on(
+        rule8_concrete_backend_above_backends(tree),
+        "rule 8: a module above rag_retriever/backends/ imports a concrete backend (take the protocols of "
+        "backends/base.py and have runtime.py inject the backend and its abilities)",
     )

@@ -8,7 +8,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
-from rag_common.schemas import ChatRequest, GmmrSpec, RerankRequest, SearchRequest
+from rag_common.schemas import GmmrSpec, RerankRequest, SearchRequest
+from rag_gateway.chat_models import ChatRequest
 from rag_gateway.openai_compat import ChatCompletionRequest
 
 from service_apps import build_service_apps

@@ -445,5 +445,21 @@ def dashboards_command(
     raise typer.Exit(0 if report.ok else 1)
 
 
+@app.command("config-docs")
+def config_docs_command(
+    check: bool = typer.Option(False, "--check", help="Write nothing; exit code 1 if the file is stale"),
+) -> None:
+    """Write docs/configuration.md (every environment variable, its default and description) from the
+    services' settings classes."""
+    from ragctl.config_docs import DOC_PATH, REGENERATE, is_current, write
+
+    shown = DOC_PATH.relative_to(REPO_ROOT)
+    if check:
+        current = is_current()
+        typer.echo(f"{shown} is up to date" if current else f"{shown} is stale: run `{REGENERATE}`")
+        raise typer.Exit(0 if current else 1)
+    typer.echo(f"{shown} {'written' if write() else 'unchanged'}")
+
+
 if __name__ == "__main__":
     app()

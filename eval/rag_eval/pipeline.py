@@ -335,7 +335,8 @@ class Pipeline:
                     info["gmmr_relevance"] = report.detail["relevance"]
                 if report.detail.get("fallback"):
                     info["gmmr_fallback"] = str(report.detail["fallback"])[:200]
-        return response.passages, info, latency
+        # The reranker names the kept passages by id: these are the ones it was sent, in its order.
+        return response.ranked_passages(passages), info, latency
 
     async def _generate(
         self, text: str, final: list[Passage], query: Query, latency: dict[str, float]

@@ -315,15 +315,17 @@ def _fusion(value: str, spec: str) -> tuple[str, float | None]:
 
 def default_run(*, top_k: int = DEFAULT_TOP_K) -> RunConfig:
     """What ``/v1/chat`` runs, from the services' settings (the environment as they read it): the
-    gateway's search mode and depth (``GatewaySettings.search_depth``), the retriever's fusion and graph
+    gateway's search mode and depth (``ChatPolicy.search_depth``), the retriever's fusion and graph
     switches, the reranker's default chain with its configured λ/α/relevance. Only ``top_k`` (how
     deep the metrics look) is the evaluation's, capped at the depth."""
+    from rag_gateway.chat_policy import ChatPolicy
     from rag_gateway.settings import GatewaySettings
     from rag_reranker.settings import RerankerSettings
     from rag_retriever.settings import RetrieverSettings
 
     gateway, retriever, reranker = GatewaySettings(), RetrieverSettings(), RerankerSettings()
-    candidates = gateway.search_depth(gateway.default_top_k)
+    policy = ChatPolicy.of(gateway)
+    candidates = policy.search_depth(policy.top_k(None))
     stages = []
     for name in reranker.default_chain:
         if name == "gmmr":

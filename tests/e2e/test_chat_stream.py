@@ -8,7 +8,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from rag_common.schemas import ChatResponse
+from rag_gateway.chat_models import ChatResponse
 
 from .corpus import ZORBLAX_QUESTION, assert_citations_are_ingested_chunks, ingest_documents
 

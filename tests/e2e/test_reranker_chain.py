@@ -44,11 +44,11 @@ def _rerank(reranker: str, search: dict, mmr_lambda: float | str) -> dict:
 
 
 def _check_selection(result: dict, candidates: list[dict]) -> list[str]:
-    chosen = [p["chunk_id"] for p in result["passages"]]
+    chosen = [p["chunk_id"] for p in result["ranking"]]
     assert len(chosen) == TOP_K, chosen
     assert len(set(chosen)) == TOP_K, f"gMMR returned a chunk twice: {chosen}"
     assert set(chosen) <= {c["chunk_id"] for c in candidates}
-    assert all(p["embedding"] is None for p in result["passages"]), "vectors must not travel further"
+    assert all(set(p) == {"chunk_id", "score"} for p in result["ranking"]), "vectors must not travel further"
     return chosen
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from rag_eval.evaluation import EvalOptions, ablation_configs
 from rag_eval.runs import DEFAULT_CANDIDATES, StageConfig, default_run, parse_run, served_candidates
-from rag_gateway.runtime import chat_policy
-from rag_gateway.settings import GatewaySettings, search_depth
+from rag_gateway.chat_policy import ChatPolicy
+from rag_gateway.settings import GatewaySettings
 from rag_reranker.settings import RerankerSettings
 from rag_retriever.settings import RetrieverSettings
 
@@ -29,8 +29,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def _served_search_top_k(settings: GatewaySettings, requested_top_k: int | None = None) -> int:
     """What the chat graph's retrieve node sends as the search's ``top_k`` (its policy, its rule)."""
-    policy = chat_policy(settings)
-    return search_depth(policy.retrieval_candidates, requested_top_k or settings.default_top_k)
+    policy = ChatPolicy.of(settings)
+    return policy.search_depth(policy.top_k(requested_top_k))
 
 
 def test_default_run_is_the_served_chain_with_default_settings(clean_env: pytest.MonkeyPatch) -> None:

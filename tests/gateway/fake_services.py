@@ -34,6 +34,7 @@ from rag_common.schemas import (
     GenerateRequest,
     GenerateResponse,
     Passage,
+    RankedPassage,
     ReadableRequest,
     ReadableResponse,
     RefineRequest,
@@ -139,11 +140,17 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
     @app.post("/v1/rerank")
     async def rerank(body: RerankRequest) -> RerankResponse:
         calls.append(("rerank", body.model_dump()))
-        ordered = [p.model_copy(update={"embedding": None}) for p in reversed(body.passages)][: body.top_k]
+        ranking = [RankedPassage(chunk_id=p.chunk_id, score=p.score) for p in body.passages]
         if body.query == "break a stage":
             report = StageReport(name="diffusion", status="failed", reason="ValueError: broken graph")
-            return RerankResponse(passages=body.passages[: body.top_k], stages=[], reports=[report], degraded=True)
-        return RerankResponse(passages=ordered, stages=["fake"])
+            return RerankResponse(ranking=ranking[: body.top_k], stages=[], reports=[report], degraded=True)
+        ordered = ranking[::-1][: body.top_k]
+        # A broken reranker: a ranking naming a chunk it was not sent, or one chunk twice.
+        if body.query == "rank a stranger":
+            return RerankResponse(ranking=[RankedPassage(chunk_id="never-sent", score=9.0), *ordered[1:]], stages=["fake"])
+        if body.query == "rank one twice":
+            return RerankResponse(ranking=[ordered[0], *ordered[:-1]], stages=["fake"])
+        return RerankResponse(ranking=ordered, stages=["fake"])
 
     @app.post("/v1/generate", response_model=None)
     async def generate(body: GenerateRequest) -> GenerateResponse | JSONResponse:

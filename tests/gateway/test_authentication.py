@@ -4,6 +4,7 @@ key, and a JWKS document served over real HTTP), rate limits and the audit log i
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +23,7 @@ from rag_gateway.audit_log import AuditLog
 from rag_gateway.authentication import Authenticator, require_scope
 from rag_gateway.bearer_tokens import ClaimMapping, JwtVerifier
 from rag_gateway.rate_limits import RateLimits
+from rag_gateway.settings import GatewaySettings
 from ragctl.in_process import serve_in_thread
 
 ISSUER, AUDIENCE = "https://idp.example.edu", "rag-gateway"
@@ -115,9 +117,15 @@ def test_scopes_are_checked() -> None:
 # --------------------------------------------------------------------------- JWT
 
 
+def settings_verifier(**source: str) -> JwtVerifier:
+    """A verifier with the settings' algorithms and claim mapping (``GatewaySettings``, the one source)."""
+    settings = GatewaySettings()
+    return JwtVerifier(algorithms=settings.jwt_algorithms, claims=ClaimMapping.of(settings), **source)
+
+
 @pytest.mark.parametrize("source", ["jwks", "static"])
 async def test_a_valid_jwt_maps_its_claims_to_an_identity(source, signing_key, public_pem, jwks_url, redis) -> None:
-    verifier = JwtVerifier(
+    verifier = settings_verifier(
         issuer=ISSUER, audience=AUDIENCE, **({"jwks_url": jwks_url} if source == "jwks" else {"public_key": public_pem})
     )
     identity = await Authenticator(ApiKeyStore(redis), verifier).authenticate(f"Bearer {sign(signing_key)}")
@@ -136,13 +144,13 @@ async def test_a_valid_jwt_maps_its_claims_to_an_identity(source, signing_key, p
     ],
 )
 async def test_bad_jwts_are_401_with_the_reason(claims, reason, signing_key, jwks_url, redis) -> None:
-    auth = Authenticator(ApiKeyStore(redis), JwtVerifier(issuer=ISSUER, audience=AUDIENCE, jwks_url=jwks_url))
+    auth = Authenticator(ApiKeyStore(redis), settings_verifier(issuer=ISSUER, audience=AUDIENCE, jwks_url=jwks_url))
     with pytest.raises(Unauthenticated, match=reason):
         await auth.authenticate(f"Bearer {sign(signing_key, **claims)}")
 
 
 async def test_a_token_signed_by_another_key_or_tampered_is_401(signing_key, public_pem, redis) -> None:
-    auth = Authenticator(ApiKeyStore(redis), JwtVerifier(issuer=ISSUER, audience=AUDIENCE, public_key=public_pem))
+    auth = Authenticator(ApiKeyStore(redis), settings_verifier(issuer=ISSUER, audience=AUDIENCE, public_key=public_pem))
     other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     with pytest.raises(Unauthenticated, match="invalid token"):
         await auth.authenticate(f"Bearer {sign(other)}")
@@ -157,8 +165,12 @@ async def test_a_token_signed_by_another_key_or_tampered_is_401(signing_key, pub
 
 
 async def test_claim_mapping_and_default_scopes_are_configurable(signing_key, public_pem, redis) -> None:
-    mapping = ClaimMapping(tenant_claim="org", user_claim="email", groups_claim="roles", default_tenant=None)
-    verifier = JwtVerifier(issuer=ISSUER, audience=AUDIENCE, public_key=public_pem, claims=mapping)
+    mapping = dataclasses.replace(
+        ClaimMapping.of(GatewaySettings()), tenant_claim="org", user_claim="email", groups_claim="roles", default_tenant=None
+    )
+    verifier = JwtVerifier(
+        issuer=ISSUER, audience=AUDIENCE, public_key=public_pem, algorithms=GatewaySettings().jwt_algorithms, claims=mapping
+    )
     token = sign(signing_key, org="acme", email="a@acme.test", roles="editors", scope="openid")
     identity = await verifier.verify(token)
     assert identity == Identity(tenant="acme", user="a@acme.test", groups=["editors"], scopes=["chat"])

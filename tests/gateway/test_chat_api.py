@@ -23,7 +23,7 @@ def test_two_turns_flow_through_every_stage_and_are_stored(client: TestClient, f
     assert calls[1][1]["top_k"] == 8  # candidates for the reranker, not the final top_k
     assert len(calls[2][1]["passages"]) == 8 and calls[2][1]["top_k"] == 3
     assert len(calls[3][1]["passages"]) == 3
-    # Stored vectors travel retriever → reranker, and (re-attached after reranking) on to the generator.
+    # Stored vectors travel retriever → reranker, and (the gateway's own copies, in the reranked order) on to the generator.
     assert calls[1][1]["include_embeddings"] is True
     assert calls[2][1]["query_embedding"] == [1.0, 0.0]
     assert all(p["embedding"] is not None for p in calls[2][1]["passages"])
@@ -114,6 +114,47 @@ def test_a_failed_rerank_stage_is_reported_as_degraded(client: TestClient) -> No
     response = client.post("/v1/chat", json={"message": "break a stage"})
     assert response.status_code == 200, response.text
     assert response.json()["degraded"] == ["reranker stage diffusion failed: ValueError: broken graph"]
+
+
+def test_the_reranked_order_and_scores_reach_the_generator_on_the_gateways_own_passages(
+    client: TestClient, fake_services
+) -> None:
+    _, calls = fake_services
+    calls.clear()
+    response = client.post("/v1/chat", json={"message": "What is Acme?"})
+    assert response.status_code == 200, response.text
+    [(_, search)] = [(n, p) for n, p in calls if n == "search"]
+    [(_, generated)] = [(n, p) for n, p in calls if n == "generate"]
+    # The fake reranker reverses the 8 candidates and keeps their scores; the reranker sent only ids
+    # and scores, so text, vectors and sentence vectors are the gateway's own copies.
+    assert [p["chunk_id"] for p in generated["passages"]] == ["doc7:0:abc", "doc6:0:abc", "doc5:0:abc"]
+    assert [p["score"] for p in generated["passages"]] == pytest.approx([0.3, 0.4, 0.5])
+    assert all(p["embedding"] is not None and p["sentence_vectors"] is not None for p in generated["passages"])
+    assert search["top_k"] == 8 and response.json()["degraded"] == []
+
+
+@pytest.mark.parametrize(
+    ("message", "fault"),
+    [
+        ("rank a stranger", "the ranking names chunk 'never-sent', which was not sent"),
+        ("rank one twice", "the ranking names chunk 'doc7:0:abc' twice"),
+    ],
+)
+def test_a_ranking_naming_an_unsent_or_repeated_chunk_is_a_failed_rerank(
+    client: TestClient, fake_services, caplog, message, fault
+) -> None:
+    _, calls = fake_services
+    calls.clear()
+    with caplog.at_level("WARNING", logger="rag_gateway.chat_graph"):
+        response = client.post("/v1/chat", json={"message": message})
+    assert response.status_code == 200, response.text
+    assert response.json()["degraded"] == [f"reranker bad_response: {fault}; kept the retriever's order"]
+    # As for a reranker that is down: the retriever's top 3 in its order, with their stored vectors.
+    generated = [p for name, payload in calls if name == "generate" for p in payload["passages"]]
+    assert [p["chunk_id"] for p in generated] == ["doc0:0:abc", "doc1:0:abc", "doc2:0:abc"]
+    assert [p["score"] for p in generated] == pytest.approx([1.0, 0.9, 0.8])
+    assert all(p["embedding"] is not None for p in generated)
+    assert any("rerank bypassed" in r.getMessage() and fault in r.getMessage() for r in caplog.records)
 
 
 def test_redis_down_is_503_conversation_store(fake_services, closed_port) -> None:

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from httpx_sse import aconnect_sse
 from redis import Redis
 
-from rag_gateway import chat_service
 from rag_gateway.app import create_app
+from rag_gateway.chat_state import ChatResult
 from rag_gateway.conversation_store import KEY_PREFIX
 from ragctl.in_process import serve_in_thread
 
@@ -105,10 +105,10 @@ def test_a_failure_after_the_graph_ran_is_an_error_event_not_a_cut_stream(
 ) -> None:
     # Issue 12, defect 5: the final event was built outside the stream's error handling, so a
     # failure there ended the response mid-stream with neither `final` nor `error`.
-    def broken_response(state, started):
+    def broken_response(result, timings_ms):
         raise KeyError("timings_ms")
 
-    monkeypatch.setattr(chat_service, "_response", broken_response)
+    monkeypatch.setattr(ChatResult, "to_response", broken_response)
     events = sse_events(client, "/v1/chat/stream", {"message": "What is the capital?"})
     assert [name for name, _ in events][0] == "meta" and "token" in [name for name, _ in events]
     name, error = events[-1]

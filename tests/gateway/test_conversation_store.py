@@ -5,7 +5,7 @@ import time
 
 from redis.asyncio import Redis
 
-from rag_common.schemas import Feedback, Turn
+from rag_gateway.chat_models import Feedback, Turn
 from rag_gateway.conversation_store import ConversationStore
 
 

@@ -18,9 +18,9 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from rag_common.identity import Identity
-from rag_common.schemas import FeedbackRequest
 from rag_common.telemetry import trace_id_of_current_span
 from rag_gateway.app import create_app
+from rag_gateway.chat_models import FeedbackRequest
 from rag_gateway.chat_service import ConversationNotFound, TurnNotFound
 from rag_gateway.query_log import (
     STAGES,
@@ -226,7 +226,7 @@ class HeldSink:
 
 async def test_a_stuck_sink_never_blocks_submit_and_a_full_queue_drops_and_counts() -> None:
     sink = HeldSink()
-    writer = QueryLogWriter(sink, queue_size=2, batch_size=10)
+    writer = QueryLogWriter(sink, queue_size=2, batch_size=10, salt="")
     writer.start()
     assert writer.submit({"n": 0})
     await asyncio.sleep(0.05)  # the writer took record 0 and waits on the sink
@@ -242,7 +242,7 @@ async def test_a_stuck_sink_never_blocks_submit_and_a_full_queue_drops_and_count
 
 async def test_close_drains_what_is_queued(tmp_path: Path) -> None:
     path = tmp_path / "q.jsonl"
-    writer = QueryLogWriter(JsonlFileSink(path, max_bytes=1 << 20, backups=1), queue_size=100, batch_size=7)
+    writer = QueryLogWriter(JsonlFileSink(path, max_bytes=1 << 20, backups=1), queue_size=100, batch_size=7, salt="")
     writer.start()
     for n in range(20):
         writer.submit({"n": n})

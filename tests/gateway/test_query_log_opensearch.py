@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from rag_common.identity import Identity
-from rag_common.schemas import Feedback, Turn
+from rag_gateway.chat_models import Feedback, Turn
 from rag_gateway.query_log import QueryLogWriter, feedback_record
 from rag_gateway.query_log_opensearch import OpenSearchQueryLogSink, QueryLogWriteError, index_for
+from rag_gateway.settings import GatewaySettings
 
 
 def _load_fake():
@@ -32,6 +33,8 @@ def _load_fake():
 
 FakeCluster = _load_fake().FakeCluster
 
+#: The sink's index prefix and bulk size by default (``GatewaySettings``, the one source).
+SETTINGS = GatewaySettings()
 TURN = {
     "@timestamp": "2025-01-02T23:59:59.999Z",
     "event": "turn",
@@ -63,7 +66,7 @@ NEXT_DAY = {**TURN, "@timestamp": "2025-01-03T00:00:00.000Z", "record_id": "b" *
 
 async def test_a_batch_is_one_bulk_request_into_each_records_day() -> None:
     cluster = FakeCluster()
-    sink = OpenSearchQueryLogSink(cluster.client())
+    sink = OpenSearchQueryLogSink(cluster.client(), prefix=SETTINGS.query_log_index_prefix, chunk_size=SETTINGS.query_log_batch_size)
     await sink.write([TURN, NEXT_DAY])
     [call] = cluster.calls
     assert (call.method, call.path, call.params) == ("POST", "/_bulk", {})
@@ -86,7 +89,7 @@ async def test_the_prefix_is_a_setting_and_an_empty_batch_sends_nothing() -> Non
         {"index": {"_index": "staging-query-logs-2025.01.02", "_id": "a" * 32}},
         {"index": {"_index": "staging-query-logs-2025.01.03", "_id": "b" * 32}},
     ]
-    assert index_for(TURN) == "rag-query-logs-2025.01.02"
+    assert index_for(TURN, SETTINGS.query_log_index_prefix) == "rag-query-logs-2025.01.02"
 
 
 async def test_a_feedback_record_goes_in_as_sent() -> None:
@@ -94,7 +97,9 @@ async def test_a_feedback_record_goes_in_as_sent() -> None:
     feedback = Feedback(rating="down", comment="it was 1921", created_at=1735862400.0)  # 2025-01-03T00:00:00Z
     record = feedback_record(Identity(tenant="acme", user="ann"), "c0ffee", 3, turn, feedback, salt="pepper").as_json()
     cluster = FakeCluster()
-    await OpenSearchQueryLogSink(cluster.client()).write([record])
+    await OpenSearchQueryLogSink(
+        cluster.client(), prefix=SETTINGS.query_log_index_prefix, chunk_size=SETTINGS.query_log_batch_size
+    ).write([record])
     [call] = cluster.calls
     assert call.body == [
         {"index": {"_index": "rag-query-logs-2025.01.03", "_id": record["record_id"]}},
@@ -130,10 +135,10 @@ async def test_a_feedback_record_goes_in_as_sent() -> None:
 
 async def test_refused_items_raise_and_the_writer_counts_them_dropped() -> None:
     cluster = FakeCluster(bulk_errors={"b" * 32: (400, {"type": "mapper_parsing_exception", "reason": "bad"})})
-    sink = OpenSearchQueryLogSink(cluster.client())
+    sink = OpenSearchQueryLogSink(cluster.client(), prefix=SETTINGS.query_log_index_prefix, chunk_size=SETTINGS.query_log_batch_size)
     with pytest.raises(QueryLogWriteError, match="1 of 2"):
         await sink.write([TURN, NEXT_DAY])
-    writer = QueryLogWriter(sink, queue_size=10, batch_size=10)
+    writer = QueryLogWriter(sink, queue_size=10, batch_size=10, salt="")
     writer.start()
     writer.submit(TURN)
     writer.submit(NEXT_DAY)

@@ -11,7 +11,7 @@ from pathlib import Path
 from redis.asyncio import Redis
 
 from rag_common.identity import Identity
-from rag_common.schemas import Turn
+from rag_gateway.chat_models import Turn
 from rag_gateway.conversation_store import ConversationStore
 from rag_gateway.rate_limits import RateLimits
 from rag_gateway.redis_client import redis_options

@@ -11,8 +11,8 @@ from urllib.parse import quote
 from fastapi.testclient import TestClient
 from redis.asyncio import Redis
 
-from rag_common.schemas import SourceChunk, Turn
 from rag_gateway.app import create_app
+from rag_gateway.chat_models import SourceChunk, Turn
 from rag_gateway.settings import GatewaySettings
 from rag_gateway.conversation_store import INDEX_PREFIX, SOURCES_PREFIX, ConversationStore, owned_conversation
 

@@ -211,12 +211,8 @@ def generator_with(
         )
     return AnswerGenerator(
         mode=mode,
-        extractive=ExtractiveAnswerer(
-            embedder, max_passages=settings.max_passages, max_passage_chars=settings.max_passage_chars
-        ),
-        support=ClaimSupport(
-            embedder, lexical_weight=settings.support_lexical_weight, threshold=settings.support_threshold
-        ),
+        extractive=ExtractiveAnswerer.of(settings, embedder),
+        support=ClaimSupport.of(settings, embedder),
         writer=writer,
         gate=gate,
         max_passages=settings.max_passages,

@@ -143,7 +143,7 @@ async def test_answerability_is_the_gates_probability_on_this_requests_scores(
 ) -> None:
     response = await generator_with("extractive", embedder, gate).generate(request(passages))
     units = build_evidence(passages, max_passages=6, max_passage_chars=1200)
-    scored = ExtractiveAnswerer(embedder).answer(FOUNDER_QUESTION, units)
+    scored = ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer(FOUNDER_QUESTION, units)
     expected = gate.probability(features_from_answer(scored, [p.score for p in passages]))
     assert response.answerability == round(expected, 4)
     # Retrieval's confidence is one of the gate's inputs: with a gate that weighs it, the same texts
@@ -217,7 +217,7 @@ def test_a_generative_mode_needs_a_claim_writer(embedder: SentenceTransformerEmb
     for mode in ("generative", "auto"):
         with pytest.raises(ValueError, match="needs an LLM"):
             AnswerGenerator(
-                mode=mode, extractive=ExtractiveAnswerer(embedder), support=ClaimSupport(embedder), writer=None,
+                mode=mode, extractive=ExtractiveAnswerer.of(GeneratorSettings(), embedder), support=ClaimSupport.of(GeneratorSettings(), embedder), writer=None,
                 gate=None, max_passages=6, max_passage_chars=1200,
             )
 

@@ -18,6 +18,7 @@ from rag_generator.answerability import (
     fit_gate,
 )
 from rag_generator.extractive_answerer import ExtractiveAnswerer
+from rag_generator.settings import GeneratorSettings
 
 from .conftest import CountingEmbedder, passage
 
@@ -68,7 +69,7 @@ def test_features_from_an_extractive_answer(counting_embedder: CountingEmbedder)
         passage(1, "Conversations are stored in Redis under the key rag:conversation:{id}. Keys expire after 30 days.", score=0.9),
         passage(2, "The retriever keeps its dense vectors in an hnswlib graph on local disk.", score=0.5),
     ]
-    answer = ExtractiveAnswerer(counting_embedder).answer("Where are conversations stored?", passages)
+    answer = ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder).answer("Where are conversations stored?", passages)
     features = features_from_answer(answer, [p.score for p in passages])
     assert features.best_sentence_score == answer.candidates[0].score
     assert features.sentence_score_margin == pytest.approx(answer.candidates[0].score - answer.candidates[1].score)

@@ -250,7 +250,7 @@ async def test_the_app_loads_its_own_embedder(
         response = await client.post("/v1/generate", json=body(passages))
         loaded = app.state.runtime.embedder
     assert response.status_code == 200 and response.json()["answer"] == EXTRACTIVE_FOUNDER_ANSWER
-    # EMBEDDER_BACKEND's default: ONNX Runtime (tests/embedders covers the torch choice).
+    # EMBEDDER_BACKEND's default: ONNX Runtime (tests/common/embedders covers the torch choice).
     assert isinstance(loaded, OnnxEmbedder) and loaded is not embedder
     assert "all-MiniLM-L6-v2" in loaded.model_id
 

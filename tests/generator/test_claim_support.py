@@ -9,6 +9,7 @@ from rag_generator.claim_support import (
     ClaimSupport,
 )
 from rag_generator.evidence import build_evidence
+from rag_generator.settings import GeneratorSettings
 
 from .conftest import CountingEmbedder, passage
 
@@ -24,7 +25,7 @@ STORAGE = (
 
 @pytest.fixture
 def support(counting_embedder: CountingEmbedder) -> ClaimSupport:
-    return ClaimSupport(counting_embedder)
+    return ClaimSupport.of(GeneratorSettings(), counting_embedder)
 
 
 HALLUCINATION = "The sky is green because of chlorophyll."
@@ -99,6 +100,6 @@ def test_score_combines_the_parts_with_the_configured_weight(counting_embedder: 
 def test_parameters_are_validated(counting_embedder: CountingEmbedder) -> None:
     assert 0.0 <= DEFAULT_LEXICAL_WEIGHT <= 1.0 and 0.0 <= DEFAULT_SUPPORT_THRESHOLD <= 1.0
     with pytest.raises(ValueError):
-        ClaimSupport(counting_embedder, lexical_weight=1.5)
+        ClaimSupport(counting_embedder, lexical_weight=1.5, threshold=GeneratorSettings().support_threshold)
     with pytest.raises(ValueError):
-        ClaimSupport(counting_embedder, threshold=-0.1)
+        ClaimSupport(counting_embedder, lexical_weight=GeneratorSettings().support_lexical_weight, threshold=-0.1)

@@ -4,6 +4,7 @@ import pytest
 
 from rag_generator.evidence import build_evidence
 from rag_generator.extractive_answerer import ExtractiveAnswerer, FeatureWeights, sentence_context
+from rag_generator.settings import GeneratorSettings
 
 from .conftest import CountingEmbedder, passage
 
@@ -34,7 +35,7 @@ PASSAGES = [DISTRACTOR_CACHE, STORAGE, DISTRACTOR_INDEX]
 
 @pytest.fixture
 def answerer(counting_embedder: CountingEmbedder) -> ExtractiveAnswerer:
-    return ExtractiveAnswerer(counting_embedder)
+    return ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder)
 
 
 def test_picks_the_sentence_that_answers_among_distractors(answerer: ExtractiveAnswerer) -> None:
@@ -57,10 +58,10 @@ def test_the_answer_is_verbatim_in_passage_order_with_exact_offsets(answerer: Ex
 
 
 def test_a_well_scoring_neighbour_joins_the_best_sentence(counting_embedder: CountingEmbedder) -> None:
-    wide = ExtractiveAnswerer(counting_embedder, neighbour_margin=1.0, other_margin=-1.0, max_sentences=2)
+    wide = ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder, neighbour_margin=1.0, other_margin=-1.0, max_sentences=2)
     result = wide.answer("Where are conversations stored?", PASSAGES)
     assert [u.id for u in result.sentences] in (["2.1", "2.2"], ["2.2", "2.3"])
-    strict = ExtractiveAnswerer(counting_embedder, neighbour_margin=0.0, other_margin=-1.0)
+    strict = ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder, neighbour_margin=0.0, other_margin=-1.0)
     assert [u.id for u in strict.answer("Where are conversations stored?", PASSAGES).sentences] == ["2.2"]
 
 
@@ -93,7 +94,7 @@ def test_accepts_prebuilt_units_and_keeps_their_numbering(answerer: ExtractiveAn
 
 def test_rank_prior_breaks_a_tie_between_identical_sentences(counting_embedder: CountingEmbedder) -> None:
     same = "Conversations are stored in Redis as a list of Turn JSON objects."
-    answerer = ExtractiveAnswerer(counting_embedder, weights=FeatureWeights(0.6, 0.3, 0.1, 0.0))
+    answerer = ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder, weights=FeatureWeights(0.6, 0.3, 0.1, 0.0))
     result = answerer.answer("Where are conversations stored?", [passage(1, same), passage(2, same)])
     assert result.best is not None and result.best.unit.source == 1
     assert result.best.rank_prior == 1.0 and result.candidates[1].rank_prior == 0.5
@@ -113,4 +114,4 @@ async def test_async_variant_gives_the_same_answer(answerer: ExtractiveAnswerer)
 
 def test_max_sentences_is_bounded(counting_embedder: CountingEmbedder) -> None:
     with pytest.raises(ValueError):
-        ExtractiveAnswerer(counting_embedder, max_sentences=4)
+        ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder, max_sentences=4)

@@ -15,6 +15,7 @@ from rag_generator.claim_support import Claim, ClaimSupport
 from rag_generator.evidence import build_evidence
 from rag_generator.extractive_answerer import ExtractiveAnswer, ExtractiveAnswerer
 from rag_generator.extractive_answerer import sentence_context as sentence_context_of
+from rag_generator.settings import GeneratorSettings
 
 from .conftest import PASSAGES as ZORBLAX, CountingEmbedder, passage
 
@@ -83,7 +84,7 @@ def summary(answer: ExtractiveAnswer) -> tuple:
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_stored_vectors_change_nothing_bit_for_bit(question: str) -> None:
     embedder = HashEmbedder()
-    answerer = ExtractiveAnswerer(embedder)
+    answerer = ExtractiveAnswerer.of(GeneratorSettings(), embedder)
     stored = with_stored(ZORBLAX, HashEmbedder())
     plain = answerer.answer(question, ZORBLAX)
     embedder.documents.clear()
@@ -99,7 +100,7 @@ def test_stored_vectors_change_nothing_bit_for_bit(question: str) -> None:
 def test_stored_vectors_change_no_answer_with_the_real_embedder(question: str, counting_embedder: CountingEmbedder) -> None:
     """Same choices with all-MiniLM-L6-v2; scores equal up to float noise (a batch's padding moves the
     last bits of a vector, so vectors embedded at ingestion in other batches are equal to ~1e-7)."""
-    answerer = ExtractiveAnswerer(counting_embedder)
+    answerer = ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder)
     stored = with_stored(ZORBLAX, counting_embedder.inner)
     query = counting_embedder.inner.encode_queries([question])[0]
     plain = answerer.answer(question, ZORBLAX, query_vector=query)
@@ -118,7 +119,7 @@ def test_answering_embeds_nothing_when_everything_is_stored() -> None:
     stored = [p.model_copy(update={"embedding": embedder._vector(p.text).tolist()}) for p in stored]
     query = embedder._vector("Who founded Zorblax Aerospace?").tolist()
     embedder.documents.clear()
-    result = ExtractiveAnswerer(embedder).answer("Who founded Zorblax Aerospace?", stored, query_vector=query)
+    result = ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer("Who founded Zorblax Aerospace?", stored, query_vector=query)
     assert result.text and embedder.documents == [] and embedder.queries == []
 
 
@@ -126,9 +127,9 @@ def test_passages_without_stored_vectors_are_embedded_at_answer_time() -> None:
     """An older index (no vectors) next to a newer one: only the older passage's sentences are embedded."""
     embedder = HashEmbedder()
     mixed = with_stored(ZORBLAX[:1], embedder) + list(ZORBLAX[1:])
-    plain = ExtractiveAnswerer(embedder).answer("Who founded Zorblax Aerospace?", ZORBLAX)
+    plain = ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer("Who founded Zorblax Aerospace?", ZORBLAX)
     embedder.documents.clear()
-    reused = ExtractiveAnswerer(embedder).answer("Who founded Zorblax Aerospace?", mixed)
+    reused = ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer("Who founded Zorblax Aerospace?", mixed)
     assert summary(reused) == summary(plain)
     sentences = [text for text in embedder.documents if text not in {p.text for p in ZORBLAX}]
     assert sentences and all(not text.startswith("Zorblax Aerospace > ") for text in sentences)
@@ -140,7 +141,7 @@ def test_a_stale_context_is_not_used() -> None:
     stored = with_stored(ZORBLAX, embedder)
     renamed = [stored[0].model_copy(update={"title": "Zorblax AS"}), *stored[1:]]
     embedder.documents.clear()
-    ExtractiveAnswerer(embedder).answer("Who founded Zorblax?", renamed)
+    ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer("Who founded Zorblax?", renamed)
     assert any(text.startswith("Zorblax AS > Company > History: ") for text in embedder.documents)
 
 
@@ -159,7 +160,7 @@ def test_vectors_no_embedder_makes_are_ignored(value: float) -> None:
     context, spans, _ = sentence_inputs(ZORBLAX[0].text, ZORBLAX[0].title, ZORBLAX[0].section_path)
     odd = ZORBLAX[0].model_copy(update={"sentence_vectors": pack(context, spans, np.full((len(spans), DIM), value))})
     assert known_vectors([odd], DIM) == {}
-    answerer = ExtractiveAnswerer(embedder)
+    answerer = ExtractiveAnswerer.of(GeneratorSettings(), embedder)
     question = "Who founded Zorblax Aerospace?"
     assert summary(answerer.answer(question, [odd, *ZORBLAX[1:]])) == summary(answerer.answer(question, ZORBLAX))
 
@@ -172,7 +173,7 @@ def test_claim_support_reuses_stored_vectors_of_bare_sentences_only() -> None:
     titled = ZORBLAX[0]
     plain_units = build_evidence([bare, titled], max_passages=6, max_passage_chars=1200)
     stored_units = build_evidence(with_stored([bare, titled], HashEmbedder()), max_passages=6, max_passage_chars=1200)
-    support = ClaimSupport(embedder)
+    support = ClaimSupport.of(GeneratorSettings(), embedder)
     claims = lambda units: [Claim("The tower opened in 1889.", [units[0]]), Claim("Halvorsen founded it.", [units[3]])]  # noqa: E731
     plain = support.score_claims(claims(plain_units))
     embedder.documents.clear()
@@ -233,7 +234,7 @@ def test_pooled_vectors_are_scored_by_the_answerer_and_left_alone_by_claim_suppo
     question = "Who founded Zorblax Aerospace?"
     query = embedder._vector(question)
     embedder.documents.clear()
-    answer = ExtractiveAnswerer(embedder).answer(question, pooled, query_vector=query.tolist())
+    answer = ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer(question, pooled, query_vector=query.tolist())
     assert embedder.documents == []
     known = known_vectors(pooled, DIM)
     by_unit = {c.unit.id: c.cosine for c in answer.candidates}
@@ -242,7 +243,7 @@ def test_pooled_vectors_are_scored_by_the_answerer_and_left_alone_by_claim_suppo
     for unit in units:
         if unit.id in by_unit:
             assert by_unit[unit.id] == pytest.approx(float(known[sentence_context_of(unit) + unit.text] @ query), abs=1e-6)
-    support = ClaimSupport(embedder)
+    support = ClaimSupport.of(GeneratorSettings(), embedder)
     embedder.documents.clear()
     support.score_claims([Claim("The tower opened in 1889.", [units[0]])])
     assert embedder.documents == [units[0].text]  # a bare passage, but its stored row is pooled: embedded

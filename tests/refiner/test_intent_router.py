@@ -11,6 +11,7 @@ import pytest
 from rag_common.settings import LLMSettings
 from rag_refiner.intent_classifier import IntentScores
 from rag_refiner.intent_router import IntentDecision, IntentRouter
+from rag_refiner.settings import RefinerSettings
 from .llm_calls import counted_chat_model
 
 #: Messages stages 1-2 settle: rules (chitchat, meta) or a confident classifier.
@@ -37,7 +38,7 @@ def unsure_scores(router: IntentRouter, message: str, low: float = 0.5, high: fl
 
 async def test_confident_messages_never_call_the_llm(llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(llm_settings)
-    router = IntentRouter(model)
+    router = IntentRouter.of(RefinerSettings(), model)
     for message, expected in CONFIDENT.items():
         decision = await router.route(message)
         assert (decision.intent, decision.method) == expected, message
@@ -46,7 +47,7 @@ async def test_confident_messages_never_call_the_llm(llm_settings: LLMSettings) 
 
 async def test_an_ambiguous_message_asks_the_llm_once(llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(llm_settings)
-    router = IntentRouter(model)
+    router = IntentRouter.of(RefinerSettings(), model)
     scores = unsure_scores(router, AMBIGUOUS)
     decision = await router.route(AMBIGUOUS)
     assert counter.calls == 1
@@ -60,25 +61,25 @@ async def test_an_ambiguous_message_asks_the_llm_once(llm_settings: LLMSettings)
 
 async def test_a_weak_leaning_goes_to_rag_without_a_call(llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(llm_settings)
-    router = IntentRouter(model)
+    router = IntentRouter.of(RefinerSettings(), model)
     unsure_scores(router, WEAK_LEANING, low=0.0, high=0.5)
     decision = await router.route(WEAK_LEANING)
     assert (decision.intent, decision.method) == ("rag", "embedding")
     assert "below 0.5" in decision.detail
     assert counter.calls == 0
     # With the floor at 0 the same message is worth a call.
-    assert (await IntentRouter(model, llm_min_confidence=0.0).route(WEAK_LEANING)).method == "llm"
+    assert (await IntentRouter.of(RefinerSettings(intent_llm_min_confidence=0.0), model).route(WEAK_LEANING)).method == "llm"
     assert counter.calls == 1
 
 
 async def test_the_llm_decides_within_the_threshold_band_only(llm_settings: LLMSettings) -> None:
     # Threshold 0: the classifier is always sure, so even the ambiguous message needs no call.
     model, counter = counted_chat_model(llm_settings)
-    decision = await IntentRouter(model, confidence_threshold=0.0).route(AMBIGUOUS)
+    decision = await IntentRouter.of(RefinerSettings(intent_confidence_threshold=0.0), model).route(AMBIGUOUS)
     assert decision.method == "embedding"
     assert counter.calls == 0
     # Threshold 1: every non-rag leaning is unsure, but a rag leaning still needs no call.
-    strict = IntentRouter(model, confidence_threshold=1.0)
+    strict = IntentRouter.of(RefinerSettings(intent_confidence_threshold=1.0), model)
     assert (await strict.route("How do I reset my password?")).method == "embedding"
     assert counter.calls == 0
     assert (await strict.route("tell me a joke about programmers")).method == "llm"
@@ -87,7 +88,7 @@ async def test_the_llm_decides_within_the_threshold_band_only(llm_settings: LLMS
 
 async def test_dead_llm_routes_an_ambiguous_message_to_rag(dead_llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(dead_llm_settings)
-    router = IntentRouter(model)
+    router = IntentRouter.of(RefinerSettings(), model)
     unsure_scores(router, AMBIGUOUS)
     decision = await router.route(AMBIGUOUS)
     assert counter.calls == 1
@@ -98,7 +99,7 @@ async def test_dead_llm_routes_an_ambiguous_message_to_rag(dead_llm_settings: LL
 
 async def test_hung_llm_times_out_to_rag(hung_llm_settings: LLMSettings) -> None:
     model, _ = counted_chat_model(hung_llm_settings)
-    decision = await IntentRouter(model, llm_timeout_s=1.0).route(AMBIGUOUS)
+    decision = await IntentRouter.of(RefinerSettings(llm_timeout_s=1.0), model).route(AMBIGUOUS)
     assert (decision.intent, decision.method) == ("rag", "fallback")
     assert decision.llm_failure == "llm timed out after 1s"
 
@@ -106,6 +107,6 @@ async def test_hung_llm_times_out_to_rag(hung_llm_settings: LLMSettings) -> None
 @pytest.mark.parametrize("message", ["hello!", "What is the refund policy?"])
 async def test_dead_llm_does_not_matter_when_the_cheap_stages_are_sure(dead_llm_settings: LLMSettings, message: str) -> None:
     model, counter = counted_chat_model(dead_llm_settings)
-    decision = await IntentRouter(model).route(message)
+    decision = await IntentRouter.of(RefinerSettings(), model).route(message)
     assert isinstance(decision, IntentDecision) and decision.method in ("rules", "embedding")
     assert counter.calls == 0

@@ -20,6 +20,7 @@ from rag_common.schemas import Intent
 from rag_refiner.intent_classifier import load_examples
 from rag_refiner.intent_router import IntentDecision, IntentRouter
 from rag_refiner.intent_rules import normalize
+from rag_refiner.settings import RefinerSettings
 
 DATASETS_DIR = Path(os.environ.get("RAG_DATASETS_DIR", Path(__file__).resolve().parents[3] / "shared" / "datasets"))
 
@@ -125,7 +126,7 @@ DOCUMENT_QUESTIONS = [
 
 def router() -> IntentRouter:
     # No LLM: an unsure message goes to rag, so "routed away" here means the cheap stages were sure.
-    return IntentRouter(None)
+    return IntentRouter.of(RefinerSettings(), None)
 
 
 def cheap_accuracy(held_out: dict[Intent, list[str]]) -> tuple[float, list[str]]:

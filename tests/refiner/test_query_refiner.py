@@ -10,7 +10,9 @@ from rag_common.llm import build_chat_model
 from rag_common.llm_admission import LLMAdmission
 from rag_common.schemas import HistoryTurn, RefineRequest
 from rag_common.settings import LLMSettings
+from rag_refiner.intent_router import IntentRouter
 from rag_refiner.query_refiner import QueryRefiner
+from rag_refiner.settings import RefinerSettings
 
 from .llm_calls import counted_chat_model
 
@@ -22,7 +24,7 @@ ACME_TURN = HistoryTurn(
 
 async def test_first_message_passes_through_without_calling_the_llm(dead_llm_settings: LLMSettings) -> None:
     # The model points at a closed port: any call would end in "fallback", so "passthrough" proves none was made.
-    refiner = QueryRefiner(build_chat_model(dead_llm_settings))
+    refiner = QueryRefiner.of(RefinerSettings(), build_chat_model(dead_llm_settings))
     response = await refiner.refine(RefineRequest(message="What does Acme Robotics build?"))
     assert response.method == "passthrough"
     assert response.query == "What does Acme Robotics build?"
@@ -30,7 +32,7 @@ async def test_first_message_passes_through_without_calling_the_llm(dead_llm_set
 
 
 async def test_follow_up_gets_the_subject_from_history(chat_model: ChatOpenAI) -> None:
-    refiner = QueryRefiner(chat_model)
+    refiner = QueryRefiner.of(RefinerSettings(), chat_model)
     started = time.perf_counter()
     response = await refiner.refine(RefineRequest(message="What year was it founded?", history=[ACME_TURN]))
     elapsed = time.perf_counter() - started
@@ -43,7 +45,7 @@ async def test_follow_up_gets_the_subject_from_history(chat_model: ChatOpenAI) -
 
 async def test_rejected_rewrite_falls_back_to_appending_the_last_question(chat_model: ChatOpenAI) -> None:
     # With a 10-character limit no real rewrite can pass the guard, whatever the model says.
-    refiner = QueryRefiner(chat_model, max_query_chars=10)
+    refiner = QueryRefiner.of(RefinerSettings(max_query_chars=10), chat_model)
     message = "Who runs it now?"
     response = await refiner.refine(RefineRequest(message=message, history=[ACME_TURN]))
     assert response.method == "context_append"
@@ -53,7 +55,7 @@ async def test_rejected_rewrite_falls_back_to_appending_the_last_question(chat_m
 
 
 async def test_llm_down_falls_back_to_the_raw_message(dead_llm_settings: LLMSettings) -> None:
-    refiner = QueryRefiner(build_chat_model(dead_llm_settings))
+    refiner = QueryRefiner.of(RefinerSettings(), build_chat_model(dead_llm_settings))
     response = await refiner.refine(RefineRequest(message="What year was it founded?", history=[ACME_TURN]))
     assert response.method == "fallback"
     assert response.query == "What year was it founded?"
@@ -62,7 +64,7 @@ async def test_llm_down_falls_back_to_the_raw_message(dead_llm_settings: LLMSett
 
 
 async def test_hung_llm_times_out_to_the_raw_message(hung_llm_settings: LLMSettings) -> None:
-    refiner = QueryRefiner(build_chat_model(hung_llm_settings), llm_timeout_s=1.0)
+    refiner = QueryRefiner.of(RefinerSettings(llm_timeout_s=1.0), build_chat_model(hung_llm_settings))
     started = time.perf_counter()
     response = await refiner.refine(RefineRequest(message="What year was it founded?", history=[ACME_TURN]))
     assert time.perf_counter() - started < 5
@@ -74,8 +76,13 @@ async def test_a_busy_llm_gets_the_deterministic_rewrite_at_once_and_no_call(llm
     """Issue 12: when the admission control expects no slot within the budget, the follow-up is
     rewritten by context-append at once, and the request's later model calls (HyDE) are skipped."""
     model, counter = counted_chat_model(llm_settings)
-    admission = LLMAdmission("refiner-test", slots=1, max_queue=4, expected_call_s=30.0)
-    refiner = QueryRefiner(model, llm_timeout_s=20.0, admission=admission)
+    admission = LLMAdmission(
+        "refiner-test", slots=1, max_queue=4, expected_call_s=30.0, max_wait_s=llm_settings.max_queue_wait_s
+    )
+    refiner = QueryRefiner.of(
+        RefinerSettings(llm_timeout_s=20.0), model, admission=admission,
+        intent_router=IntentRouter.of(RefinerSettings(llm_timeout_s=20.0), model),  # the router outside the queue
+    )
     async with admission.slot(1000):  # another request holds the only slot
         started = time.perf_counter()
         response = await refiner.refine(

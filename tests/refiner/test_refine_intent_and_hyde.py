@@ -23,7 +23,7 @@ AMBIGUOUS = "book me a hotel in Rome"
 async def test_hyde_passage_follows_the_query(llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(llm_settings)
     message = "What does Acme Robotics build?"
-    response = await QueryRefiner(model).refine(RefineRequest(message=message, hyde=True))
+    response = await QueryRefiner.of(RefinerSettings(), model).refine(RefineRequest(message=message, hyde=True))
     assert (response.intent, response.intent_method, response.method) == ("rag", "embedding", "passthrough")
     assert response.query == message
     assert response.hyde_query is not None
@@ -36,7 +36,7 @@ async def test_hyde_passage_follows_the_query(llm_settings: LLMSettings) -> None
 
 async def test_hyde_starts_from_the_refined_query(llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(llm_settings)
-    response = await QueryRefiner(model).refine(
+    response = await QueryRefiner.of(RefinerSettings(), model).refine(
         RefineRequest(message="What year was it founded?", history=[ACME_TURN], hyde=True)
     )
     assert response.method in ("llm", "context_append")
@@ -47,7 +47,7 @@ async def test_hyde_starts_from_the_refined_query(llm_settings: LLMSettings) -> 
 
 async def test_without_hyde_a_first_message_makes_no_call(llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(llm_settings)
-    response = await QueryRefiner(model).refine(RefineRequest(message="What does Acme Robotics build?"))
+    response = await QueryRefiner.of(RefinerSettings(), model).refine(RefineRequest(message="What does Acme Robotics build?"))
     assert response.hyde_query is None
     assert counter.calls == 0
 
@@ -55,7 +55,7 @@ async def test_without_hyde_a_first_message_makes_no_call(llm_settings: LLMSetti
 async def test_dead_llm_hyde_is_none_and_says_why(dead_llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(dead_llm_settings)
     message = "What does Acme Robotics build?"
-    response = await QueryRefiner(model).refine(RefineRequest(message=message, hyde=True))
+    response = await QueryRefiner.of(RefinerSettings(), model).refine(RefineRequest(message=message, hyde=True))
     assert (response.query, response.intent, response.method, response.hyde_query) == (message, "rag", "passthrough", None)
     assert "hyde: llm error" in response.detail and "Connection" in response.detail
     assert counter.calls == 1
@@ -63,7 +63,7 @@ async def test_dead_llm_hyde_is_none_and_says_why(dead_llm_settings: LLMSettings
 
 async def test_hung_llm_hyde_times_out(hung_llm_settings: LLMSettings) -> None:
     model, _ = counted_chat_model(hung_llm_settings)
-    refiner = QueryRefiner(model, llm_timeout_s=1.0)
+    refiner = QueryRefiner.of(RefinerSettings(llm_timeout_s=1.0), model)
     response = await refiner.refine(RefineRequest(message="What does Acme Robotics build?", hyde=True))
     assert response.hyde_query is None
     assert "hyde: llm timed out after 1s" in response.detail
@@ -72,7 +72,7 @@ async def test_hung_llm_hyde_times_out(hung_llm_settings: LLMSettings) -> None:
 async def test_after_a_failed_call_the_request_makes_no_more_calls(dead_llm_settings: LLMSettings) -> None:
     # Intent (unsure → LLM) fails; the rewrite and HyDE would only wait on the same dead endpoint.
     model, counter = counted_chat_model(dead_llm_settings)
-    response = await QueryRefiner(model).refine(RefineRequest(message=AMBIGUOUS, history=[ACME_TURN], hyde=True))
+    response = await QueryRefiner.of(RefinerSettings(), model).refine(RefineRequest(message=AMBIGUOUS, history=[ACME_TURN], hyde=True))
     assert (response.intent, response.intent_method) == ("rag", "fallback")
     assert (response.query, response.rewritten, response.method) == (AMBIGUOUS, False, "fallback")
     assert response.hyde_query is None
@@ -82,7 +82,7 @@ async def test_after_a_failed_call_the_request_makes_no_more_calls(dead_llm_sett
 
 async def test_hung_llm_costs_one_timeout_not_three(hung_llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(hung_llm_settings)
-    refiner = QueryRefiner(model, llm_timeout_s=1.0)
+    refiner = QueryRefiner.of(RefinerSettings(llm_timeout_s=1.0), model)
     response = await refiner.refine(RefineRequest(message="Who runs it now?", history=[ACME_TURN], hyde=True))
     assert (response.method, response.query, response.intent) == ("fallback", "Who runs it now?", "rag")
     assert response.detail.startswith("llm timed out after 1s")
@@ -92,7 +92,7 @@ async def test_hung_llm_costs_one_timeout_not_three(hung_llm_settings: LLMSettin
 
 async def test_non_rag_intents_are_neither_rewritten_nor_hyded(dead_llm_settings: LLMSettings) -> None:
     model, counter = counted_chat_model(dead_llm_settings)
-    refiner = QueryRefiner(model)
+    refiner = QueryRefiner.of(RefinerSettings(), model)
     for message, intent in (("thanks!", "chitchat"), ("What did I ask before?", "meta")):
         response = await refiner.refine(RefineRequest(message=message, history=[ACME_TURN], hyde=True))
         assert (response.intent, response.intent_method) == (intent, "rules")

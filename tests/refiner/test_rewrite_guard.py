@@ -6,6 +6,10 @@ import pytest
 
 from rag_common.schemas import HistoryTurn
 from rag_refiner.rewrite_guard import check_rewrite, content_words, needs_context
+from rag_refiner.settings import RefinerSettings
+
+#: The longest rewrite the guard accepts by default (``REFINER_MAX_QUERY_CHARS``, the one source).
+MAX_QUERY_CHARS = RefinerSettings().max_query_chars
 
 ACME = [
     HistoryTurn(
@@ -17,31 +21,31 @@ FOLLOW_UP = "What year was it founded?"
 
 
 def test_accepts_a_rewrite_that_swaps_the_pronoun_for_the_subject() -> None:
-    verdict = check_rewrite("What year was Acme Robotics founded?", FOLLOW_UP, ACME)
+    verdict = check_rewrite("What year was Acme Robotics founded?", FOLLOW_UP, ACME, max_query_chars=MAX_QUERY_CHARS)
     assert verdict.accepted, verdict.detail
     assert verdict.failed_check == ""
 
 
 def test_accepts_a_standalone_message_returned_unchanged() -> None:
     message = "How do I request parental leave from my manager at Acme Robotics?"
-    assert check_rewrite(message, message, ACME).accepted
+    assert check_rewrite(message, message, ACME, max_query_chars=MAX_QUERY_CHARS).accepted
 
 
 def test_rejects_an_invented_constraint() -> None:
-    verdict = check_rewrite("What year was Acme Robotics founded in Germany?", FOLLOW_UP, ACME)
+    verdict = check_rewrite("What year was Acme Robotics founded in Germany?", FOLLOW_UP, ACME, max_query_chars=MAX_QUERY_CHARS)
     assert not verdict.accepted
     assert verdict.failed_check == "invented_words"
     assert "germany" in verdict.detail
 
 
 def test_rejects_a_rewrite_that_drops_the_users_words() -> None:
-    verdict = check_rewrite("Tell me about the Acme Robotics company history", FOLLOW_UP, ACME)
+    verdict = check_rewrite("Tell me about the Acme Robotics company history", FOLLOW_UP, ACME, max_query_chars=MAX_QUERY_CHARS)
     assert not verdict.accepted
     assert verdict.failed_check == "dropped_user_words"
 
 
 def test_context_dependent_message_must_gain_context_from_history() -> None:
-    verdict = check_rewrite("What year was it founded?", FOLLOW_UP, ACME)
+    verdict = check_rewrite("What year was it founded?", FOLLOW_UP, ACME, max_query_chars=MAX_QUERY_CHARS)
     assert not verdict.accepted
     assert verdict.failed_check == "no_added_context"
 
@@ -49,8 +53,8 @@ def test_context_dependent_message_must_gain_context_from_history() -> None:
 def test_short_message_counts_as_context_dependent() -> None:
     assert needs_context("What about Django 4.2?")
     history = [HistoryTurn(question="Which Python versions does Django 5.0 support?", answer="3.10 to 3.12.")]
-    assert check_rewrite("Which Python versions does Django 4.2 support?", "What about Django 4.2?", history).accepted
-    assert check_rewrite("What about Django 4.2?", "What about Django 4.2?", history).failed_check == "no_added_context"
+    assert check_rewrite("Which Python versions does Django 4.2 support?", "What about Django 4.2?", history, max_query_chars=MAX_QUERY_CHARS).accepted
+    assert check_rewrite("What about Django 4.2?", "What about Django 4.2?", history, max_query_chars=MAX_QUERY_CHARS).failed_check == "no_added_context"
 
 
 def test_existential_there_is_not_a_reference() -> None:

@@ -7,6 +7,7 @@ BAAI/bge-reranker-v2-m3; its scores are meaningless, only their mechanics are te
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,11 @@ import pytest
 from rag_common.embedders import resolve_model_path
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
+from rag_reranker.scorers.local_cross_encoder import ScorerOptions
+from rag_reranker.settings import RerankerSettings
+
+#: How the scorers read pairs by default (``RerankerSettings``, the one source); tests pin values with ``replace``.
+SCORER_OPTIONS = ScorerOptions.of(RerankerSettings())
 
 
 @pytest.fixture(scope="session")
@@ -43,14 +49,14 @@ def tiny_cross_encoder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_cross_encoder(tiny_cross_encoder_dir: Path) -> CrossEncoderScorer:
-    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), device="cpu")
+    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), SCORER_OPTIONS, device="cpu")
     scorer.warm_up()
     return scorer
 
 
 @pytest.fixture(scope="session")
 def tiny_cross_encoder_raw(tiny_cross_encoder_dir: Path) -> CrossEncoderScorer:
-    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), sigmoid=False, device="cpu")
+    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, sigmoid=False), device="cpu")
     scorer.warm_up()
     return scorer
 

@@ -27,6 +27,8 @@ from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector, LambdaEv
 from rag_reranker.stages.diffusion_stage import DiffusionStage
 from rag_reranker.stages.gmmr_stage import GmmrStage
 
+#: Evaluator calls in flight by default (``RERANKER_EVALUATOR_CONCURRENCY``, the one source).
+CONCURRENCY = RerankerSettings().evaluator_concurrency
 TEXTS = [f"passage number {i}" for i in range(8)]
 
 
@@ -73,7 +75,7 @@ def test_table_evaluator_implements_the_protocol() -> None:
 async def test_picks_the_lambda_whose_set_scores_best() -> None:
     evaluator = TableEvaluator({TEXTS[2]: 5, TEXTS[3]: 5, TEXTS[0]: 1, TEXTS[1]: 1})
     selections = {0.2: [0, 1], 0.5: [2, 3], 0.9: [0, 2]}
-    choice = await AdaptiveLambdaSelector(evaluator).choose("q", selections, TEXTS)
+    choice = await AdaptiveLambdaSelector(evaluator, concurrency=CONCURRENCY).choose("q", selections, TEXTS)
     assert choice.lambda_ == 0.5
     assert choice.scores == {0.2: 1.0, 0.5: 5.0, 0.9: 3.0}
     assert choice.tied == [0.5]
@@ -95,7 +97,7 @@ async def test_ties_go_to_the_median_of_the_tied_lambdas() -> None:
     # Sets {0,1}, {2,3}, {4,5} all score 4; {6,7} scores 0.
     evaluator = TableEvaluator({TEXTS[i]: 4 for i in range(6)})
     selections = {0.1: [0, 1], 0.3: [2, 3], 0.6: [4, 5], 0.8: [6, 7], 1.0: [0, 1]}
-    choice = await AdaptiveLambdaSelector(evaluator).choose("q", selections, TEXTS)
+    choice = await AdaptiveLambdaSelector(evaluator, concurrency=CONCURRENCY).choose("q", selections, TEXTS)
     assert choice.tied == [0.1, 0.3, 0.6, 1.0]
     assert choice.lambda_ == 0.3  # lower median of four
     assert choice.scores[0.8] == 0.0
@@ -105,7 +107,7 @@ async def test_identical_sets_are_evaluated_once() -> None:
     evaluator = TableEvaluator({TEXTS[0]: 3})
     # Same sets in different selection order count as one set.
     selections = {0.1: [0, 1], 0.2: [1, 0], 0.3: [0, 1], 0.4: [2, 3], 0.5: [3, 2]}
-    choice = await AdaptiveLambdaSelector(evaluator).choose("q", selections, TEXTS)
+    choice = await AdaptiveLambdaSelector(evaluator, concurrency=CONCURRENCY).choose("q", selections, TEXTS)
     assert choice.distinct_sets == 2
     assert sorted(evaluator.scored_sets) == sorted([(TEXTS[0], TEXTS[1]), (TEXTS[2], TEXTS[3])])
     assert choice.scores[0.1] == choice.scores[0.2] == choice.scores[0.3]
@@ -127,7 +129,7 @@ async def test_out_of_range_step_scores_are_clamped_and_an_empty_plan_falls_back
             return [9, -3] if passages[0] == TEXTS[0] else [4, 4]
 
     evaluator = Wild({}, plan=["   "])
-    choice = await AdaptiveLambdaSelector(evaluator).choose("the query", {0.2: [0], 0.4: [1]}, TEXTS)
+    choice = await AdaptiveLambdaSelector(evaluator, concurrency=CONCURRENCY).choose("the query", {0.2: [0], 0.4: [1]}, TEXTS)
     assert choice.plan == ["the query"]
     assert choice.scores == {0.2: 2.5, 0.4: 4.0} and choice.lambda_ == 0.4
 
@@ -138,9 +140,9 @@ async def test_evaluator_errors_propagate_and_bad_input_is_rejected() -> None:
             return []
 
     with pytest.raises(ValueError, match="no step scores"):
-        await AdaptiveLambdaSelector(Empty({})).choose("q", {0.5: [0]}, TEXTS)
+        await AdaptiveLambdaSelector(Empty({}), concurrency=CONCURRENCY).choose("q", {0.5: [0]}, TEXTS)
     with pytest.raises(ValueError):
-        await AdaptiveLambdaSelector(TableEvaluator({})).choose("q", {}, TEXTS)
+        await AdaptiveLambdaSelector(TableEvaluator({}), concurrency=CONCURRENCY).choose("q", {}, TEXTS)
     with pytest.raises(ValueError):
         AdaptiveLambdaSelector(TableEvaluator({}), concurrency=0)
 
@@ -213,7 +215,7 @@ def _adaptive_request(top_k: int = 2) -> RerankRequest:
 
 
 def _service(stage: GmmrStage, minilm: SentenceTransformerEmbedder) -> RerankService:
-    return RerankService({"gmmr": stage, "diffusion": DiffusionStage()}, default_chain=["gmmr"], embedder=minilm)
+    return RerankService({"gmmr": stage, "diffusion": DiffusionStage.of(RerankerSettings())}, default_chain=["gmmr"], embedder=minilm)
 
 
 async def test_adaptive_gmmr_with_a_dead_llm_falls_back_to_the_default_lambda(
@@ -221,7 +223,9 @@ async def test_adaptive_gmmr_with_a_dead_llm_falls_back_to_the_default_lambda(
 ) -> None:
     selector = build_adaptive_selector(RerankerSettings(), dead_llm_settings)
     assert isinstance(selector, AdaptiveLambdaSelector)
-    stage = GmmrStage(0.7, adaptive=selector, lambdas=(0.1, 0.5, 1.0), adaptive_timeout_s=30.0)
+    stage = GmmrStage.of(
+        RerankerSettings(mmr_lambda=0.7, adaptive_lambdas=[0.1, 0.5, 1.0], evaluator_timeout_s=30.0), adaptive=selector
+    )
     service = _service(stage, minilm)
     response = await service.rerank(_adaptive_request())
     fixed = await service.rerank(
@@ -235,18 +239,16 @@ async def test_adaptive_gmmr_with_a_dead_llm_falls_back_to_the_default_lambda(
     assert report.detail["lambda"] == 0.7 and report.detail["lambda_policy"] == "fixed"
     assert report.detail["fallback"].startswith("evaluator failed: ")
     assert "Connection" in report.detail["fallback"]
-    assert [p.chunk_id for p in response.passages] == [p.chunk_id for p in fixed.passages]
-    assert len(response.passages) == 2
+    assert [p.chunk_id for p in response.ranking] == [p.chunk_id for p in fixed.ranking]
+    assert len(response.ranking) == 2
 
 
 async def test_adaptive_gmmr_with_a_hung_llm_falls_back_after_its_timeout(
     hung_llm_settings: LLMSettings, minilm: SentenceTransformerEmbedder
 ) -> None:
-    stage = GmmrStage(
-        0.4,
+    stage = GmmrStage.of(
+        RerankerSettings(mmr_lambda=0.4, adaptive_lambdas=[0.1, 1.0], evaluator_timeout_s=0.5),
         adaptive=build_adaptive_selector(RerankerSettings(), hung_llm_settings),
-        lambdas=(0.1, 1.0),
-        adaptive_timeout_s=0.5,
     )
     response = await _service(stage, minilm).rerank(_adaptive_request())
     (report,) = response.reports
@@ -256,7 +258,7 @@ async def test_adaptive_gmmr_with_a_hung_llm_falls_back_after_its_timeout(
 
 async def test_adaptive_gmmr_without_an_evaluator_says_so(minilm: SentenceTransformerEmbedder) -> None:
     assert build_adaptive_selector(RerankerSettings(), None) is None
-    response = await _service(GmmrStage(0.6, adaptive=None), minilm).rerank(_adaptive_request())
+    response = await _service(GmmrStage.of(RerankerSettings(mmr_lambda=0.6), adaptive=None), minilm).rerank(_adaptive_request())
     (report,) = response.reports
     assert report.status == "ran"
     assert report.detail == {"lambda": 0.6, "relevance": "scores", "lambda_policy": "fixed", "fallback": "no evaluator configured"}
@@ -274,7 +276,9 @@ async def test_adaptive_gmmr_uses_the_evaluators_choice(minilm: SentenceTransfor
     favoured = set(sweep[0.0]) - set(sweep[1.0])
     assert favoured, "the sweep's extremes picked the same set: choose other texts"
     evaluator = TableEvaluator({ANIMAL_TEXTS[i]: 5 for i in favoured})
-    stage = GmmrStage(0.7, adaptive=AdaptiveLambdaSelector(evaluator), lambdas=lambdas)
+    stage = GmmrStage.of(
+        RerankerSettings(mmr_lambda=0.7, adaptive_lambdas=list(lambdas)), adaptive=AdaptiveLambdaSelector(evaluator, concurrency=CONCURRENCY)
+    )
     response = await _service(stage, minilm).rerank(_adaptive_request())
 
     (report,) = response.reports
@@ -284,5 +288,5 @@ async def test_adaptive_gmmr_uses_the_evaluators_choice(minilm: SentenceTransfor
     assert set(report.detail["lambda_scores"]) == {str(lam) for lam in lambdas}
     assert report.detail["distinct_sets"] == len({tuple(sorted(s)) for s in sweep.values()})
     chosen = GeometricMMR(report.detail["lambda"]).select(query_vector, vectors, 2)
-    assert [p.chunk_id for p in response.passages] == [f"d{i}#0" for i in chosen]
-    assert np.all(np.isfinite([p.score for p in response.passages]))
+    assert [p.chunk_id for p in response.ranking] == [f"d{i}#0" for i in chosen]
+    assert np.all(np.isfinite([p.score for p in response.ranking]))

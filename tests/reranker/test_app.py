@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rag_common.embedders import ModelNotAvailableError
-from rag_common.schemas import RerankResponse
+from rag_common.schemas import Passage, RerankResponse
 from rag_common.settings import LLMSettings
 from rag_reranker.app import create_app
 from rag_reranker.batching import MicroBatcher, UnbatchedScorer
@@ -58,7 +58,7 @@ def test_default_chain_skips_the_missing_cross_encoder(client: TestClient) -> No
     response = _rerank(client, top_k=3)
     assert response.status_code == 200, response.text
     body = RerankResponse.model_validate(response.json())
-    assert [p.chunk_id for p in body.passages] == ["a#0", "b#0", "c#0"]  # retriever order kept
+    assert [p.chunk_id for p in body.ranking] == ["a#0", "b#0", "c#0"]  # retriever order kept
     assert body.stages == [] and not body.degraded
     (report,) = body.reports
     assert report.name == "cross_encoder" and report.status == "skipped"
@@ -74,11 +74,13 @@ def test_rerank_with_a_chain(client: TestClient) -> None:
     assert [r["status"] for r in body["reports"]] == ["ran", "ran"]
     assert body["reports"][0]["detail"]["alpha"] == 0.5 and body["reports"][1]["detail"] == {"lambda": 1.0, "relevance": "cosine"}
     assert body["degraded"] is False
-    ids = [p["chunk_id"] for p in body["passages"]]
+    ids = [p["chunk_id"] for p in body["ranking"]]
     # λ = 1 is pure relevance to the query: the two rabbit passages.
     assert sorted(ids) == ["b#0", "d#0"]
-    assert all(p["embedding"] is None for p in body["passages"])
-    assert body["passages"][ids.index("b#0")]["title"] == "Rabbits"
+    # Only the decision travels back (no text, no embedding); the caller's passages keep every field.
+    assert all(set(p) == {"chunk_id", "score"} for p in body["ranking"])
+    ranked = RerankResponse.model_validate(body).ranked_passages([Passage.model_validate(p) for p in PASSAGES])
+    assert ranked[ids.index("b#0")].title == "Rabbits"
 
 
 def test_adaptive_lambda_without_a_reachable_llm_still_answers(client: TestClient) -> None:
@@ -87,7 +89,7 @@ def test_adaptive_lambda_without_a_reachable_llm_still_answers(client: TestClien
     body = response.json()
     detail = body["reports"][0]["detail"]
     assert detail["lambda"] == RerankerSettings().mmr_lambda and detail["lambda_policy"] == "fixed" and "evaluator failed" in detail["fallback"]
-    assert body["degraded"] is False and len(body["passages"]) == 2
+    assert body["degraded"] is False and len(body["ranking"]) == 2
 
 
 def test_request_embeddings_are_accepted(client: TestClient) -> None:
@@ -97,7 +99,7 @@ def test_request_embeddings_are_accepted(client: TestClient) -> None:
         client, passages=passages, top_k=1, query_embedding=query_embedding, stages=[{"name": "gmmr", "mmr_lambda": 1.0, "relevance": "cosine"}]
     )
     assert response.status_code == 200, response.text
-    assert [p["chunk_id"] for p in response.json()["passages"]] == ["c#0"]
+    assert [p["chunk_id"] for p in response.json()["ranking"]] == ["c#0"]
 
 
 def test_embedding_of_the_wrong_dimension_is_422(client: TestClient) -> None:
@@ -110,7 +112,7 @@ def test_embedding_of_the_wrong_dimension_is_422(client: TestClient) -> None:
 def test_empty_passages(client: TestClient) -> None:
     response = client.post("/v1/rerank", json={"query": "anything", "passages": []})
     assert response.status_code == 200
-    assert response.json()["passages"] == []
+    assert response.json()["ranking"] == []
 
 
 @pytest.mark.parametrize(
@@ -160,10 +162,10 @@ def test_cross_encoder_configured(tiny_cross_encoder_dir: Path, tiny_cross_encod
     body = response.json()
     assert body["stages"] == ["cross_encoder"]
     assert body["reports"][0]["detail"] == {"model": str(tiny_cross_encoder_dir)}
-    scores = [p["score"] for p in body["passages"]]
+    scores = [p["score"] for p in body["ranking"]]
     assert scores == sorted(scores, reverse=True) and all(0.0 < s < 1.0 for s in scores)
     expected = tiny_cross_encoder.score("opening hours", [p["text"] for p in PASSAGES])
-    assert [p["chunk_id"] for p in body["passages"]] == [PASSAGES[i]["chunk_id"] for i in np.argsort(-expected, kind="stable")]
+    assert [p["chunk_id"] for p in body["ranking"]] == [PASSAGES[i]["chunk_id"] for i in np.argsort(-expected, kind="stable")]
 
 
 async def test_concurrent_http_requests_share_cross_encoder_calls(
@@ -182,7 +184,7 @@ async def test_concurrent_http_requests_share_cross_encoder_calls(
         assert batcher.calls < len(queries)
     for query, response in zip(queries, responses):
         assert response.status_code == 200, response.text
-        by_id = {p["chunk_id"]: p["score"] for p in response.json()["passages"]}
+        by_id = {p["chunk_id"]: p["score"] for p in response.json()["ranking"]}
         expected = tiny_cross_encoder.score(query, [p["text"] for p in PASSAGES])
         for passage, score in zip(PASSAGES, expected):
             assert by_id[passage["chunk_id"]] == pytest.approx(float(score), abs=1e-5)
@@ -195,7 +197,7 @@ def test_unbatched_app_gives_the_same_scores(tiny_cross_encoder_dir: Path, tiny_
         response = client.post("/v1/rerank", json={"query": "rabbit food", "passages": PASSAGES, "top_k": 4})
     assert response.status_code == 200, response.text
     expected = tiny_cross_encoder.score("rabbit food", [p["text"] for p in PASSAGES])
-    by_id = {p["chunk_id"]: p["score"] for p in response.json()["passages"]}
+    by_id = {p["chunk_id"]: p["score"] for p in response.json()["ranking"]}
     assert [by_id[p["chunk_id"]] for p in PASSAGES] == pytest.approx([float(s) for s in expected], abs=1e-5)
 
 

@@ -11,10 +11,14 @@ import pytest
 from prometheus_client import REGISTRY
 
 from rag_reranker.batching import MicroBatcher, UnbatchedScorer, length_sorted_order, score_length_sorted
+from rag_reranker.runtime import GPU_BATCH_MAX_WAIT_MS
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
+from rag_reranker.settings import RerankerSettings
 
 Pair = tuple[str, str]
 
+#: The batcher's limits by default: the settings' pairs per batch, the GPU wait (``runtime.build_pair_queue``).
+LIMITS = {"max_pairs": RerankerSettings().batch_max_pairs, "max_wait_s": GPU_BATCH_MAX_WAIT_MS / 1000.0}
 QUERIES = ["reset my password", "office opening hours", "quarterly revenue", "holiday schedule"]
 PASSAGES = [
     "Open Settings, choose Account and press Reset password.",
@@ -161,7 +165,7 @@ async def test_unbatched_scorer_gives_the_same_scores(tiny_cross_encoder: CrossE
 
 async def test_empty_job_needs_no_model_call() -> None:
     recorder = RecordingScorer()
-    batcher = MicroBatcher(recorder)
+    batcher = MicroBatcher(recorder, **LIMITS)
     batcher.start()
     try:
         assert (await batcher.score([])).shape == (0,)
@@ -172,13 +176,13 @@ async def test_empty_job_needs_no_model_call() -> None:
 
 async def test_score_before_start_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="start"):
-        await MicroBatcher(_text_scores).score([("q", "p")])
+        await MicroBatcher(_text_scores, **LIMITS).score([("q", "p")])
 
 
 @pytest.mark.parametrize("kwargs", [{"max_pairs": 0}, {"max_wait_s": -0.001}])
 def test_rejects_bad_limits(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
-        MicroBatcher(_text_scores, **kwargs)
+        MicroBatcher(_text_scores, **{**LIMITS, **kwargs})
 
 
 async def test_a_model_error_fails_every_waiting_job_and_the_batcher_keeps_working() -> None:
@@ -208,7 +212,7 @@ async def test_a_model_error_fails_every_waiting_job_and_the_batcher_keeps_worki
 
 
 async def test_a_wrong_number_of_scores_fails_the_jobs() -> None:
-    batcher = MicroBatcher(lambda pairs: np.zeros(len(pairs) + 1), max_wait_s=0.0)
+    batcher = MicroBatcher(lambda pairs: np.zeros(len(pairs) + 1), max_pairs=LIMITS["max_pairs"], max_wait_s=0.0)
     batcher.start()
     try:
         with pytest.raises(Exception):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,11 @@ import pytest
 from rag_common.embedders import ModelNotAvailableError
 from rag_reranker.scorers.base import PairScorer
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
+from rag_reranker.scorers.local_cross_encoder import ScorerOptions
+from rag_reranker.settings import RerankerSettings
+
+#: How the scorers read pairs by default (``RerankerSettings``, the one source); tests pin values with ``replace``.
+SCORER_OPTIONS = ScorerOptions.of(RerankerSettings())
 
 QUERY = "how do I reset my password"
 PASSAGES = [
@@ -68,7 +74,7 @@ def test_raw_logits_without_sigmoid(
 
 
 def test_long_pairs_are_truncated_to_max_length(tiny_cross_encoder_dir: Path) -> None:
-    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), max_length=24, device="cpu")
+    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, max_length=24), device="cpu")
     scorer.warm_up()
     assert scorer.max_length == 24
     head = "reset the password from the account page " * 5  # well past 24 tokens already
@@ -80,7 +86,7 @@ def test_long_pairs_are_truncated_to_max_length(tiny_cross_encoder_dir: Path) ->
 
 
 def test_max_length_is_capped_at_what_the_model_supports(tiny_cross_encoder_dir: Path) -> None:
-    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), max_length=4096, device="cpu")
+    scorer = CrossEncoderScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, max_length=4096), device="cpu")
     scorer.warm_up()
     assert scorer.max_length == 512
     scores = scorer.score(QUERY, ["word " * 5000])
@@ -99,11 +105,11 @@ def test_order_follows_scores_and_is_deterministic(tiny_cross_encoder: CrossEnco
 def test_missing_model_path_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-reranker"
     with pytest.raises(ModelNotAvailableError, match="no-such-reranker"):
-        CrossEncoderScorer(str(missing))
+        CrossEncoderScorer(str(missing), SCORER_OPTIONS)
 
 
 def test_directory_without_a_model_fails_clearly(tmp_path: Path) -> None:
-    scorer = CrossEncoderScorer(str(tmp_path))
+    scorer = CrossEncoderScorer(str(tmp_path), SCORER_OPTIONS)
     with pytest.raises(ModelNotAvailableError, match=str(tmp_path)):
         scorer.warm_up()
 
@@ -111,4 +117,4 @@ def test_directory_without_a_model_fails_clearly(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kwargs", [{"max_length": 0}, {"batch_size": 0}])
 def test_rejects_non_positive_sizes(tiny_cross_encoder_dir: Path, kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError):
-        CrossEncoderScorer(str(tiny_cross_encoder_dir), **kwargs)
+        CrossEncoderScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, **kwargs))

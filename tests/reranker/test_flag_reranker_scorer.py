@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 import sys
 import threading
 from pathlib import Path
@@ -13,6 +14,11 @@ from rag_common.embedders import ModelNotAvailableError
 from rag_reranker.scorers.base import PairScorer
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
 from rag_reranker.scorers.flag_reranker import FlagRerankerScorer, _model_token_limit
+from rag_reranker.scorers.local_cross_encoder import ScorerOptions
+from rag_reranker.settings import RerankerSettings
+
+#: How the scorers read pairs by default (``RerankerSettings``, the one source); tests pin values with ``replace``.
+SCORER_OPTIONS = ScorerOptions.of(RerankerSettings())
 
 QUERY = "how do I reset my password"
 PASSAGES = [
@@ -27,14 +33,14 @@ LONG_PASSAGE = "reset the password from the account page " * 20 + "filler words 
 
 @pytest.fixture(scope="module")
 def flag_scorer(tiny_cross_encoder_dir: Path) -> FlagRerankerScorer:
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), device="cpu")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), SCORER_OPTIONS, device="cpu")
     scorer.warm_up()
     return scorer
 
 
 @pytest.fixture(scope="module")
 def flag_scorer_raw(tiny_cross_encoder_dir: Path) -> FlagRerankerScorer:
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), sigmoid=False, device="cpu")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, sigmoid=False), device="cpu")
     scorer.warm_up()
     return scorer
 
@@ -102,7 +108,7 @@ def test_score_pairs_mixes_queries_and_keeps_order(
 
 
 def test_long_pairs_are_truncated_to_max_length(tiny_cross_encoder_dir: Path) -> None:
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), max_length=24, sigmoid=False, device="cpu")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, max_length=24, sigmoid=False), device="cpu")
     scorer.warm_up()
     assert scorer.max_length == 24
     head = "reset the password from the account page " * 5  # well past 24 tokens already
@@ -122,7 +128,7 @@ def test_long_pairs_are_truncated_to_max_length(tiny_cross_encoder_dir: Path) ->
 
 
 def test_max_length_is_capped_at_what_the_model_supports(tiny_cross_encoder_dir: Path) -> None:
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), max_length=4096, device="cpu")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, max_length=4096), device="cpu")
     scorer.warm_up()
     assert scorer.max_length == 512
     scores = scorer.score(QUERY, ["word " * 5000])
@@ -145,7 +151,7 @@ def test_token_limit_allows_for_roberta_position_offset() -> None:
 
 
 def test_warm_up_is_idempotent_and_thread_safe(tiny_cross_encoder_dir: Path) -> None:
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), device="cpu")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), SCORER_OPTIONS, device="cpu")
     threads = [threading.Thread(target=scorer.warm_up) for _ in range(4)]
     for thread in threads:
         thread.start()
@@ -182,11 +188,11 @@ def test_concurrent_scoring_is_consistent(flag_scorer: FlagRerankerScorer) -> No
 def test_missing_model_path_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-reranker"
     with pytest.raises(ModelNotAvailableError, match="no-such-reranker"):
-        FlagRerankerScorer(str(missing))
+        FlagRerankerScorer(str(missing), SCORER_OPTIONS)
 
 
 def test_directory_without_a_model_fails_clearly(tmp_path: Path) -> None:
-    scorer = FlagRerankerScorer(str(tmp_path), device="cpu")
+    scorer = FlagRerankerScorer(str(tmp_path), SCORER_OPTIONS, device="cpu")
     with pytest.raises(ModelNotAvailableError, match=str(tmp_path)):
         scorer.warm_up()
 
@@ -195,7 +201,7 @@ def test_missing_flagembedding_names_the_package(
     tiny_cross_encoder_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "FlagEmbedding", None)  # makes the import raise ImportError
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), device="cpu")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), SCORER_OPTIONS, device="cpu")
     with pytest.raises(ModelNotAvailableError, match=r"pip install FlagEmbedding==1\.4\.2"):
         scorer.warm_up()
 
@@ -208,18 +214,18 @@ def test_more_than_one_label_is_rejected(tiny_cross_encoder_dir: Path, tmp_path:
     BertForSequenceClassification(config).save_pretrained(tmp_path)
     AutoTokenizer.from_pretrained(tiny_cross_encoder_dir).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="num_labels=1"):
-        FlagRerankerScorer(str(tmp_path), device="cpu").warm_up()
+        FlagRerankerScorer(str(tmp_path), SCORER_OPTIONS, device="cpu").warm_up()
 
 
 @pytest.mark.parametrize("kwargs", [{"max_length": 0}, {"batch_size": 0}])
 def test_rejects_non_positive_sizes(tiny_cross_encoder_dir: Path, kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError):
-        FlagRerankerScorer(str(tiny_cross_encoder_dir), **kwargs)
+        FlagRerankerScorer(str(tiny_cross_encoder_dir), replace(SCORER_OPTIONS, **kwargs))
 
 
 @pytest.mark.skipif("not __import__('torch').cuda.is_available()", reason="needs a CUDA device")
 def test_fp16_on_cuda(tiny_cross_encoder_dir: Path) -> None:
-    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), device="cuda:0")
+    scorer = FlagRerankerScorer(str(tiny_cross_encoder_dir), SCORER_OPTIONS, device="cuda:0")
     scorer.warm_up()
     assert scorer.use_fp16 is True
     assert np.all(np.isfinite(scorer.score(QUERY, PASSAGES)))

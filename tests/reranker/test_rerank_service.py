@@ -18,6 +18,7 @@ from rag_reranker.batching import MicroBatcher, UnbatchedScorer
 from rag_reranker.rerank_service import RerankService
 from rag_reranker.scorers.base import PairScorer
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
+from rag_reranker.settings import RerankerSettings
 from rag_reranker.stages.candidate_embeddings import CandidateEmbeddings
 from rag_reranker.stages.cross_encoder_stage import NO_MODEL_REASON, CrossEncoderStage
 from rag_reranker.stages.diffusion_stage import DiffusionStage
@@ -61,7 +62,7 @@ def _request(query: str, passages: list[Passage], chain: list[dict[str, Any]] | 
 
 
 def _ids(response) -> list[str]:  # noqa: ANN001
-    return [p.chunk_id for p in response.passages]
+    return [p.chunk_id for p in response.ranking]
 
 
 def _report(response, name: str):  # noqa: ANN001, ANN202
@@ -72,8 +73,9 @@ def _report(response, name: str):  # noqa: ANN001, ANN202
 def _stages(queue: Any | None, model_id: str = "tiny-cross-encoder") -> dict[str, Any]:
     return {
         "cross_encoder": CrossEncoderStage(queue, model_id=model_id if queue is not None else ""),
-        "diffusion": DiffusionStage(),
-        "gmmr": GmmrStage(default_relevance="cosine"),  # the published form; scores is tested explicitly
+        "diffusion": DiffusionStage.of(RerankerSettings()),
+        # the published form (cosine); scores is tested explicitly
+        "gmmr": GmmrStage.of(RerankerSettings(mmr_lambda=0.7, mmr_relevance="cosine"), adaptive=None),
     }
 
 
@@ -110,7 +112,7 @@ async def ce_queue(tiny_cross_encoder: CrossEncoderScorer) -> AsyncIterator[Micr
 @pytest.fixture
 async def broken_queue() -> AsyncIterator[MicroBatcher]:
     assert isinstance(BrokenCrossEncoder(), PairScorer)
-    batcher = MicroBatcher(BrokenCrossEncoder().score_pairs, max_wait_s=0.0)
+    batcher = MicroBatcher(BrokenCrossEncoder().score_pairs, max_pairs=RerankerSettings().batch_max_pairs, max_wait_s=0.0)
     batcher.start()
     yield batcher
     await batcher.aclose()
@@ -140,7 +142,7 @@ async def test_default_chain_runs_when_the_request_names_no_stages(
     assert all(r.status == "ran" for r in implicit.reports)
     assert implicit.stages == ["diffusion", "gmmr"]
     assert _ids(implicit) == _ids(explicit)
-    assert len(implicit.passages) == 3
+    assert len(implicit.ranking) == 3
 
 
 async def test_default_cross_encoder_chain(service: RerankService, tiny_cross_encoder: CrossEncoderScorer) -> None:
@@ -152,13 +154,13 @@ async def test_default_cross_encoder_chain(service: RerankService, tiny_cross_en
 
 def test_default_chain_must_name_known_stages(minilm: SentenceTransformerEmbedder) -> None:
     with pytest.raises(ValueError, match="cross_encoder"):
-        RerankService({"diffusion": DiffusionStage()}, default_chain=["cross_encoder"], embedder=minilm)
+        RerankService({"diffusion": DiffusionStage.of(RerankerSettings())}, default_chain=["cross_encoder"], embedder=minilm)
 
 
 async def test_explicit_empty_chain_keeps_the_retriever_order(service: RerankService) -> None:
     response = await service.rerank(_request("anything", _passages(TEXTS), [], top_k=4))
     assert _ids(response) == [f"doc{i}#0" for i in range(4)]
-    assert [p.score for p in response.passages] == [100.0, 99.0, 98.0, 97.0]
+    assert [p.score for p in response.ranking] == [100.0, 99.0, 98.0, 97.0]
     assert response.stages == [] and response.reports == [] and not response.degraded
 
 
@@ -171,8 +173,8 @@ async def test_cross_encoder_alone_orders_by_its_scores(service: RerankService, 
     expected = _ce_scores(tiny_cross_encoder, query, TEXTS)
     order = np.argsort(-expected, kind="stable")[:4]
     assert _ids(response) == [f"doc{i}#0" for i in order]
-    np.testing.assert_allclose([p.score for p in response.passages], expected[order], atol=1e-5)
-    assert all(0.0 < p.score < 1.0 for p in response.passages)
+    np.testing.assert_allclose([p.score for p in response.ranking], expected[order], atol=1e-5)
+    assert all(0.0 < p.score < 1.0 for p in response.ranking)
     report = _report(response, "cross_encoder")
     assert report.status == "ran" and report.detail == {"model": "tiny-cross-encoder"}
     assert response.stages == ["cross_encoder"]
@@ -184,7 +186,7 @@ async def test_cross_encoder_equal_scores_keep_input_order(service: RerankServic
     same = "Volcanoes erupt when magma rises through the crust."
     passages = _passages([same, TEXTS[6], same, same])
     response = await service.rerank(_request("volcano eruption", passages, [{"name": "cross_encoder"}], top_k=4))
-    duplicates = [p.chunk_id for p in response.passages if p.text == same]
+    duplicates = [p.chunk_id for p in response.ranked_passages(passages) if p.text == same]
     assert duplicates == ["doc0#0", "doc2#0", "doc3#0"]
 
 
@@ -197,8 +199,8 @@ async def test_diffusion_alone_is_personalised_pagerank_of_the_retriever_scores(
         np.array([p.score for p in passages]), minilm.encode_documents(TEXTS)
     )
     assert _ids(response) == [f"doc{i}#0" for i in expected.order]
-    np.testing.assert_allclose([p.score for p in response.passages], expected.pagerank[expected.order], atol=1e-6)
-    assert sum(p.score for p in response.passages) == pytest.approx(1.0)
+    np.testing.assert_allclose([p.score for p in response.ranking], expected.pagerank[expected.order], atol=1e-6)
+    assert sum(p.score for p in response.ranking) == pytest.approx(1.0)
     report = _report(response, "diffusion")
     assert report.status == "ran"
     assert report.detail["alpha"] == 0.85 and report.detail["top_k_edges"] is None
@@ -223,7 +225,7 @@ async def test_gmmr_alone_selects_like_geometric_mmr(
     selected = GeometricMMR(lam).select(minilm.encode_queries([query])[0], minilm.encode_documents(TEXTS), 4)
     assert _ids(response) == [f"doc{i}#0" for i in selected]
     # gMMR selects, it does not rescore: the scores are those it was given.
-    assert [p.score for p in response.passages] == [passages[i].score for i in selected]
+    assert [p.score for p in response.ranking] == [passages[i].score for i in selected]
     assert _report(response, "gmmr").detail == {"lambda": lam, "relevance": "cosine"}
 
 
@@ -272,7 +274,7 @@ async def test_cross_encoder_then_diffusion_then_gmmr(
     final = after_diffusion[picked]
 
     assert _ids(response) == [f"doc{i}#0" for i in final]
-    np.testing.assert_allclose([p.score for p in response.passages], scores[final], atol=1e-5)
+    np.testing.assert_allclose([p.score for p in response.ranking], scores[final], atol=1e-5)
     assert response.stages == ["cross_encoder", "diffusion", "gmmr"]
     assert [(r.name, r.status) for r in response.reports] == [
         ("cross_encoder", "ran"), ("diffusion", "ran"), ("gmmr", "ran")
@@ -304,7 +306,7 @@ async def test_cross_encoder_without_a_model_is_skipped_with_the_reason(minilm: 
     assert report.status == "skipped" and report.reason == NO_MODEL_REASON
     assert "RERANKER_CROSS_ENCODER_MODEL" in report.reason
     assert _ids(response) == [f"doc{i}#0" for i in range(4)]  # the retriever's order
-    assert [p.score for p in response.passages] == [p.score for p in passages[:4]]  # and its scores
+    assert [p.score for p in response.ranking] == [p.score for p in passages[:4]]  # and its scores
     assert response.stages == [] and response.timings_ms == {} and not response.degraded
 
 
@@ -319,7 +321,7 @@ async def test_a_skipped_cross_encoder_does_not_stop_the_rest_of_the_chain(
 
 
 async def test_a_stage_the_service_lacks_is_skipped(minilm: SentenceTransformerEmbedder) -> None:
-    service = RerankService({"diffusion": DiffusionStage()}, default_chain=["diffusion"], embedder=minilm)
+    service = RerankService({"diffusion": DiffusionStage.of(RerankerSettings())}, default_chain=["diffusion"], embedder=minilm)
     response = await service.rerank(_request("q", _passages(TEXTS), [{"name": "cross_encoder"}], top_k=2))
     report = _report(response, "cross_encoder")
     assert report.status == "skipped" and "not available" in report.reason
@@ -347,7 +349,7 @@ async def test_a_failing_stage_keeps_the_order_from_before_and_the_chain_goes_on
     assert response.stages == ["diffusion", "gmmr"] and set(response.timings_ms) == {"diffusion", "gmmr"}
     # As if the broken stage had not been asked for.
     assert _ids(response) == _ids(without)
-    assert [p.score for p in response.passages] == pytest.approx([p.score for p in without.passages])
+    assert [p.score for p in response.ranking] == pytest.approx([p.score for p in without.ranking])
 
 
 async def test_a_failing_only_stage_returns_the_retriever_order(broken_queue: MicroBatcher) -> None:
@@ -356,7 +358,7 @@ async def test_a_failing_only_stage_returns_the_retriever_order(broken_queue: Mi
     response = await service.rerank(_request("q", passages, None, top_k=3))
     assert _report(response, "cross_encoder").status == "failed" and response.degraded
     assert _ids(response) == ["doc0#0", "doc1#0", "doc2#0"]
-    assert [p.score for p in response.passages] == [100.0, 99.0, 98.0]
+    assert [p.score for p in response.ranking] == [100.0, 99.0, 98.0]
 
 
 async def test_non_finite_model_scores_fail_the_stage() -> None:
@@ -366,13 +368,13 @@ async def test_non_finite_model_scores_fail_the_stage() -> None:
     report = _report(response, "cross_encoder")
     assert report.status == "failed" and "non-finite" in report.reason
     assert response.degraded and _ids(response) == ["doc0#0", "doc1#0", "doc2#0"]
-    assert all(np.isfinite(p.score) for p in response.passages)
+    assert all(np.isfinite(p.score) for p in response.ranking)
 
 
 # --------------------------------------------------------------------------- passages and embeddings
 
 
-async def test_returned_passages_keep_every_field_but_score_and_drop_the_embedding(
+async def test_the_answer_is_ids_and_scores_and_applied_keeps_every_field_but_score(
     service: RerankService, minilm: SentenceTransformerEmbedder
 ) -> None:
     originals = _passages(TEXTS, minilm.encode_documents(TEXTS))
@@ -386,13 +388,17 @@ async def test_returned_passages_keep_every_field_but_score_and_drop_the_embeddi
     )
     response = await service.rerank(request)
     by_id = {p.chunk_id: p for p in originals}
-    assert {p.chunk_id for p in response.passages} == set(by_id)
-    for passage in response.passages:
+    assert {p.chunk_id for p in response.ranking} == set(by_id)
+    # Nothing but the decision travels back: no text, no embedding (the caller holds them).
+    assert all(set(item) == {"chunk_id", "score"} for item in response.model_dump()["ranking"])
+    assert '"embedding"' not in response.model_dump_json() and '"text"' not in response.model_dump_json()
+    ranked = response.ranked_passages(request.passages)
+    assert [p.chunk_id for p in ranked] == [item.chunk_id for item in response.ranking]
+    for passage, item in zip(ranked, response.ranking):
         original = by_id[passage.chunk_id]
-        assert passage.embedding is None
-        assert passage.model_dump(exclude={"score", "embedding"}) == original.model_dump(exclude={"score", "embedding"})
+        assert passage.score == item.score
+        assert passage.model_dump(exclude={"score"}) == original.model_dump(exclude={"score"})
         assert passage.score != original.score
-    assert '"embedding":null' in response.model_dump_json()
     # The request's own passages are untouched.
     assert all(p.embedding is not None for p in request.passages)
 
@@ -436,7 +442,7 @@ async def test_missing_embeddings_are_computed_with_minilm_and_given_ones_kept(
     matrix = minilm.encode_documents(TEXTS)
     matrix[5] = volcano
     relevance = matrix @ minilm.encode_queries([query])[0]
-    assert response.passages[0].chunk_id == "doc5#0"
+    assert response.ranking[0].chunk_id == "doc5#0"
     assert _ids(response) == [f"doc{i}#0" for i in np.argsort(-relevance, kind="stable")]
 
 
@@ -484,7 +490,7 @@ async def test_mixed_embedding_dimensions_are_a_422_even_without_an_embedder() -
 async def test_empty_passages_run_no_stage(broken_queue: MicroBatcher) -> None:
     service = RerankService(_stages(broken_queue, "broken"), default_chain=["cross_encoder", "diffusion", "gmmr"], embedder=None)
     response = await service.rerank(_request("anything", [], None, top_k=5))
-    assert response.passages == [] and response.stages == [] and response.timings_ms == {}
+    assert response.ranking == [] and response.stages == [] and response.timings_ms == {}
     assert [(r.name, r.status, r.reason) for r in response.reports] == [
         ("cross_encoder", "skipped", "no passages"), ("diffusion", "skipped", "no passages"), ("gmmr", "skipped", "no passages")
     ]

@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag_reranker.stages.gmmr import DEFAULT_LAMBDAS, GeometricMMR
+from rag_reranker.settings import RerankerSettings
+from rag_reranker.stages.gmmr import GeometricMMR
+
+#: The lambdas the adaptive policy sweeps by default (``RERANKER_ADAPTIVE_LAMBDAS``, the one source).
+DEFAULT_LAMBDAS = tuple(RerankerSettings().adaptive_lambdas)
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -114,7 +118,7 @@ def test_cancelling_centroid_falls_back_to_relevance() -> None:
 
 def test_lambda_sweep_matches_individual_selects() -> None:
     q, c = _random(40, 12, 8)
-    sweep = GeometricMMR(0.5).lambda_sweep(q, c, 10)
+    sweep = GeometricMMR(0.5).lambda_sweep(q, c, 10, DEFAULT_LAMBDAS)
     assert list(sweep) == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert tuple(sweep) == DEFAULT_LAMBDAS
     for lam, selected in sweep.items():

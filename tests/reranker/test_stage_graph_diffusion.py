@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rag_reranker.settings import RerankerSettings
 from rag_reranker.stages.graph_diffusion import DiffusionResult, GraphDiffusionReranker
+
+#: The damping a stage uses by default (``RERANKER_DIFFUSION_ALPHA``, the one source).
+ALPHA = RerankerSettings().diffusion_alpha
 
 
 def _reference_pagerank(scores: np.ndarray, embeddings: np.ndarray, alpha: float) -> np.ndarray:
@@ -58,7 +62,7 @@ def test_hand_built_three_node_graph() -> None:
 def test_negative_cosines_are_clipped() -> None:
     # 0 and 1 are opposite: no edge between them, so both are dangling.
     emb = np.array([[1.0, 0.0], [-1.0, 0.0]])
-    reranker = GraphDiffusionReranker()
+    reranker = GraphDiffusionReranker(alpha=ALPHA)
     w = reranker.weight_matrix(emb)
     np.testing.assert_array_equal(w, np.zeros((2, 2)))
     # Everything dangling -> pi equals p exactly.
@@ -68,11 +72,11 @@ def test_negative_cosines_are_clipped() -> None:
 
 def test_weight_matrix_no_self_loops_and_top_k_edges() -> None:
     _, emb = _random_case(6, 4, 3)
-    full = GraphDiffusionReranker().weight_matrix(emb)
+    full = GraphDiffusionReranker(alpha=ALPHA).weight_matrix(emb)
     assert np.all(np.diag(full) == 0.0)
     assert np.all(full >= 0.0)
     np.testing.assert_allclose(full, full.T)
-    sparse = GraphDiffusionReranker(top_k_edges=2).weight_matrix(emb)
+    sparse = GraphDiffusionReranker(alpha=ALPHA, top_k_edges=2).weight_matrix(emb)
     assert np.all((sparse > 0).sum(axis=1) <= 2)
     for i in range(6):
         kept = np.flatnonzero(sparse[i])
@@ -85,8 +89,8 @@ def test_weight_matrix_no_self_loops_and_top_k_edges() -> None:
 def test_top_k_edges_changes_the_result_and_still_sums_to_one() -> None:
     scores, emb = _random_case(10, 3, 4)
     emb = np.abs(emb)  # all positive cosines -> a dense graph
-    dense = GraphDiffusionReranker(tol=1e-12).rerank(scores, emb)
-    sparse = GraphDiffusionReranker(tol=1e-12, top_k_edges=1).rerank(scores, emb)
+    dense = GraphDiffusionReranker(alpha=ALPHA, tol=1e-12).rerank(scores, emb)
+    sparse = GraphDiffusionReranker(alpha=ALPHA, tol=1e-12, top_k_edges=1).rerank(scores, emb)
     assert sparse.pagerank.sum() == pytest.approx(1.0)
     assert not np.allclose(dense.pagerank, sparse.pagerank)
 
@@ -128,7 +132,7 @@ def test_personalisation_is_shift_invariant_and_sums_to_one() -> None:
 
 
 def test_empty_input() -> None:
-    result = GraphDiffusionReranker().rerank(np.zeros(0), np.zeros((0, 4)))
+    result = GraphDiffusionReranker(alpha=ALPHA).rerank(np.zeros(0), np.zeros((0, 4)))
     assert isinstance(result, DiffusionResult)
     assert result.order.shape == (0,)
     assert result.pagerank.shape == (0,)
@@ -136,7 +140,7 @@ def test_empty_input() -> None:
 
 
 def test_single_candidate() -> None:
-    result = GraphDiffusionReranker().rerank(np.array([0.3]), np.array([[1.0, 2.0]]))
+    result = GraphDiffusionReranker(alpha=ALPHA).rerank(np.array([0.3]), np.array([[1.0, 2.0]]))
     np.testing.assert_array_equal(result.order, [0])
     np.testing.assert_allclose(result.pagerank, [1.0])
 
@@ -144,7 +148,7 @@ def test_single_candidate() -> None:
 def test_all_equal_scores_regular_graph_keeps_input_order() -> None:
     # Symmetric 4-cycle-like regular graph: all nodes equivalent -> uniform pi, stable order.
     emb = np.eye(4) + 0.5
-    result = GraphDiffusionReranker(tol=1e-12).rerank(np.full(4, 0.7), emb)
+    result = GraphDiffusionReranker(alpha=ALPHA, tol=1e-12).rerank(np.full(4, 0.7), emb)
     np.testing.assert_allclose(result.pagerank, np.full(4, 0.25))
     np.testing.assert_array_equal(result.order, [0, 1, 2, 3])
 
@@ -153,13 +157,13 @@ def test_all_equal_scores_centrality_decides() -> None:
     # Equal scores: the graph alone ranks, so the hub (similar to all) comes first.
     emb = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
     scores = np.full(4, 2.0)
-    result = GraphDiffusionReranker(tol=1e-12, max_iter=1000).rerank(scores, emb)
+    result = GraphDiffusionReranker(alpha=ALPHA, tol=1e-12, max_iter=1000).rerank(scores, emb)
     np.testing.assert_allclose(result.pagerank, _reference_pagerank(scores, emb, 0.85), atol=1e-9)
 
 
 def test_zero_embedding_is_dangling_not_nan() -> None:
     emb = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 0.1]])
-    result = GraphDiffusionReranker().rerank(np.array([1.0, 2.0, 3.0]), emb)
+    result = GraphDiffusionReranker(alpha=ALPHA).rerank(np.array([1.0, 2.0, 3.0]), emb)
     assert np.all(np.isfinite(result.pagerank))
     assert result.pagerank.sum() == pytest.approx(1.0)
 
@@ -176,11 +180,11 @@ def test_max_iter_caps_iterations() -> None:
 )
 def test_invalid_parameters(kwargs: dict) -> None:
     with pytest.raises(ValueError):
-        GraphDiffusionReranker(**kwargs)
+        GraphDiffusionReranker(**{"alpha": ALPHA, **kwargs})
 
 
 def test_shape_mismatch_and_non_finite_rejected() -> None:
     with pytest.raises(ValueError):
-        GraphDiffusionReranker().rerank(np.zeros(3), np.zeros((2, 4)))
+        GraphDiffusionReranker(alpha=ALPHA).rerank(np.zeros(3), np.zeros((2, 4)))
     with pytest.raises(ValueError):
-        GraphDiffusionReranker().rerank(np.array([1.0, np.nan]), np.ones((2, 2)))
+        GraphDiffusionReranker(alpha=ALPHA).rerank(np.array([1.0, np.nan]), np.ones((2, 2)))

@@ -13,9 +13,9 @@ from rag_common.schemas import DocumentIn
 from rag_retriever.backends.embedded import EmbeddedBackend, EmbeddedIndex
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor, to_source_document
-from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord
 from rag_retriever.tokens import EmbedderTokenizer
+from retriever_builders import HNSW, embedded_ingestor, settings_chunker
 
 #: (doc_id, tenant, title, text): one short document per topic, two tenants.
 CORPUS = [
@@ -106,7 +106,7 @@ def corpus_chunks(
     embedder: SentenceTransformerEmbedder, tokenizer: EmbedderTokenizer, corpus_documents: list[DocumentIn]
 ) -> tuple[list[ChunkRecord], np.ndarray]:
     """The corpus chunked (one chunk per document) and embedded once for the whole session."""
-    chunker = Chunker(tokenizer)
+    chunker = settings_chunker(tokenizer)
     documents = [to_source_document(document, document.metadata["tenant"]) for document in corpus_documents]
     chunks = [chunk for document in documents for chunk in chunker.chunk_document(document)]
     assert len(chunks) == len(CORPUS)
@@ -123,7 +123,7 @@ def open_index() -> Callable[[Path], EmbeddedIndex]:
     """Opens an index directory (the synchronous engine) the way the service does for the test embedder."""
 
     def open_at(path: Path) -> EmbeddedIndex:
-        return EmbeddedIndex(path, dim=384, model_id="all-MiniLM-L6-v2")
+        return EmbeddedIndex(path, dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
 
     return open_at
 
@@ -144,11 +144,11 @@ def loaded_index(index: EmbeddedIndex, corpus_chunks: tuple[list[ChunkRecord], n
 @pytest.fixture
 async def backend(tmp_path: Path) -> AsyncIterator[EmbeddedBackend]:
     """The async ``SearchBackend`` the service uses, over a fresh directory."""
-    opened = EmbeddedBackend(tmp_path / "backend", dim=384, model_id="all-MiniLM-L6-v2")
+    opened = EmbeddedBackend(tmp_path / "backend", dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
     yield opened
     await opened.close()
 
 
 @pytest.fixture
 def ingestor(backend: EmbeddedBackend, embedder: SentenceTransformerEmbedder, tokenizer: EmbedderTokenizer) -> Ingestor:
-    return Ingestor(backend, embedder, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
+    return embedded_ingestor(backend, embedder, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15))

@@ -34,6 +34,7 @@ from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import EmbeddedIndex
 from rag_retriever.entity_graph_store import GraphStore
 from rag_retriever.records import ChunkRecord
+from retriever_builders import HNSW
 
 DIM = 32
 POOL = [f"doc{i:02d}" for i in range(24)]
@@ -142,7 +143,7 @@ def main() -> None:
         arm(args.die_at, args.die_on_call)
     rng = random.Random(args.seed)
     vector_rng = np.random.default_rng(args.seed)
-    index = EmbeddedIndex(args.index_dir, DIM)
+    index = EmbeddedIndex(args.index_dir, DIM, HNSW)
     print("open", flush=True)
     op = 0
     while True:

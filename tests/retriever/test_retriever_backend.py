@@ -13,13 +13,12 @@ import pytest
 
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import HNSW_FILE, EmbeddedBackend, EmbeddedIndex, IndexMismatchError
-from rag_retriever.chunking import Chunker
 from rag_retriever.entity_graph_store import SIDE_FILES
 from rag_common.schemas import DocumentIn
-from rag_retriever.backends.base import AccessFilter
-from rag_retriever.ingestion import Ingestor, to_source_document
-from rag_retriever.locking import ReadWriteLock
+from rag_retriever.backends.base import AccessFilter, normalise_filters
+from rag_retriever.ingestion import to_source_document
 from rag_retriever.records import ChunkRecord
+from retriever_builders import HNSW, embedded_ingestor, settings_chunker
 
 CORPUS_SIZE = 12
 
@@ -101,14 +100,16 @@ def test_filter_applies_inside_the_ann_search(loaded_index, embedder):
     vector = query_vector(embedder, "black hole event horizon")
     hits = loaded_index.search_dense(vector, k=1, filters={"doc_id": ["jazz"]})
     assert doc_ids(hits) == ["jazz"]
-    hits = loaded_index.search_dense(vector, k=3, filters={"source": ["jazz.txt", "chess.txt"], "tenant": "acme"})
+    # Filters reach a backend normalised (the search service's one step): a single value is a list.
+    hits = loaded_index.search_dense(vector, k=3, filters=normalise_filters({"source": ["jazz.txt", "chess.txt"], "tenant": "acme"}))
     assert doc_ids(hits) == ["jazz"]
     assert loaded_index.search_dense(vector, k=3, filters={"tenant": ["nobody"]}) == []
 
 
 def test_unknown_filter_field_is_rejected(loaded_index, embedder):
     with pytest.raises(ValueError, match="allowed: doc_id, source, tenant, content_type"):
-        loaded_index.search_bm25("lava", k=3, filters={"author": ["x"]})
+        # Checked where filters are normalised, once, before any backend call.
+        loaded_index.search_bm25("lava", k=3, filters=normalise_filters({"author": ["x"]}))
 
 
 def test_scores_are_in_their_documented_ranges(loaded_index, embedder):
@@ -183,9 +184,9 @@ def test_index_built_for_other_vectors_is_refused(tmp_path: Path, open_index, co
     first.upsert(chunks[:1], vectors[:1])
     first.close()
     with pytest.raises(IndexMismatchError, match="384-dimensional"):
-        EmbeddedIndex(tmp_path / "index", dim=768)
+        EmbeddedIndex(tmp_path / "index", dim=768, hnsw=HNSW)
     with pytest.raises(IndexMismatchError, match="built with model"):
-        EmbeddedIndex(tmp_path / "index", dim=384, model_id="another-model")
+        EmbeddedIndex(tmp_path / "index", dim=384, hnsw=HNSW, model_id="another-model")
 
 
 def test_graph_grows_past_its_initial_capacity(index):
@@ -236,7 +237,7 @@ async def test_backend_returns_the_upserted_vectors_in_every_mode(backend, corpu
     dense = await backend.search_dense(vector, CORPUS_SIZE, with_vectors=True)
     bm25 = await backend.search_bm25(query + " the and of", CORPUS_SIZE, with_vectors=True)
     hybrid = {
-        method: await backend.search_hybrid(query, vector, 5, None, FusionSettings(method), with_vectors=True)
+        method: await backend.search_hybrid(query, vector, 5, None, FusionSettings(method, 0.5), with_vectors=True)
         for method in ("min_max", "rrf")
     }
     assert len(dense) == CORPUS_SIZE and len(bm25) > 1
@@ -249,7 +250,7 @@ async def test_backend_returns_the_upserted_vectors_in_every_mode(backend, corpu
     plain = [
         await backend.search_dense(vector, CORPUS_SIZE),
         await backend.search_bm25(query + " the and of", CORPUS_SIZE),
-        *[await backend.search_hybrid(query, vector, 5, None, FusionSettings(m)) for m in ("min_max", "rrf")],
+        *[await backend.search_hybrid(query, vector, 5, None, FusionSettings(m, 0.5)) for m in ("min_max", "rrf")],
     ]
     for with_vectors, without in zip((dense, bm25, *hybrid.values()), plain, strict=True):
         assert without == with_vectors  # chunks and scores (vectors are not part of ==)
@@ -298,7 +299,7 @@ def pre_tenant_corpus(corpus_documents) -> list[DocumentIn]:
 def write_old_index(path: Path, open_index, documents, tokenizer, embedder, monkeypatch, old_format: int) -> list:
     """An index as the code of ``old_format`` wrote it: no tenant or readers in the payload or the
     schema (format < 3), no content hash (format 1). Returns the chunks (as the current code makes them)."""
-    chunker = Chunker(tokenizer)
+    chunker = settings_chunker(tokenizer)
     chunks = [chunk for document in documents for chunk in chunker.chunk_document(to_source_document(document))]
     vectors = embedder.encode_documents([chunk.text for chunk in chunks])
     old_chunks = [
@@ -313,7 +314,7 @@ def write_old_index(path: Path, open_index, documents, tokenizer, embedder, monk
         return {k: v for k, v in payload(chunk).items() if k not in ("tenant", "readers")}
 
     with monkeypatch.context() as patch:
-        patch.setattr(embedded, "FORMAT_VERSION", old_format)
+        patch.setattr(embedded.on_disk, "FORMAT_VERSION", old_format)
         patch.setattr(ChunkRecord, "to_payload", old_payload)
         old = open_index(path)
         old.upsert(old_chunks, vectors)
@@ -330,7 +331,7 @@ def write_format_1_index(path: Path, open_index, corpus_chunks, monkeypatch) -> 
         for c in chunks
     ]
     with monkeypatch.context() as patch:
-        patch.setattr(embedded, "FORMAT_VERSION", 1)
+        patch.setattr(embedded.on_disk, "FORMAT_VERSION", 1)
         old = open_index(path)
         old.upsert(old_chunks, vectors)
         old.close()
@@ -345,7 +346,7 @@ async def test_a_format_1_index_is_upgraded_in_place_and_reingesting_adds_the_ha
     chunks = write_old_index(path, open_index, documents, tokenizer, embedder, monkeypatch, old_format=1)
     vectors = embedder.encode_documents([chunks[4].text])
 
-    upgraded = EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
+    upgraded = EmbeddedBackend(path, dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
     try:
         assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 3
         assert sorted(p.name for p in path.iterdir() if p.name not in SIDE_FILES) == ["graph.sqlite", "meta.json", "tantivy", "vectors.hnsw"]
@@ -357,7 +358,7 @@ async def test_a_format_1_index_is_upgraded_in_place_and_reingesting_adds_the_ha
 
         # Re-ingesting the same documents is not skipped: their chunks lack the hash. Nothing is
         # embedded again: the chunk ids are those of the old chunks, whose vectors are reused.
-        ingestor = Ingestor(upgraded, counting_embedder, Chunker(tokenizer), ReadWriteLock())
+        ingestor = embedded_ingestor(upgraded, counting_embedder, settings_chunker(tokenizer))
         result = await ingestor.ingest(documents)
         assert (result.documents, result.skipped, result.duplicates) == (CORPUS_SIZE, 0, [])
         assert counting_embedder.texts == 0
@@ -377,7 +378,7 @@ async def test_a_format_2_index_is_upgraded_to_tenant_default_readable_by_all_of
     chunks = write_old_index(path, open_index, documents, tokenizer, embedder, monkeypatch, old_format=2)
     vector = embedder.encode_documents([chunks[4].text])[0]
 
-    upgraded = EmbeddedBackend(path, dim=384, model_id="all-MiniLM-L6-v2")
+    upgraded = EmbeddedBackend(path, dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
     try:
         assert json.loads((path / "meta.json").read_text())["format"] == 3
         anyone = AccessFilter("default", ("*", "user:someone"))
@@ -393,7 +394,7 @@ async def test_a_format_2_index_is_upgraded_to_tenant_default_readable_by_all_of
         listed = {info.doc_id: info.content_hash for info in await upgraded.list_documents(tenant="default")}
         assert listed["tcp"] == chunks[4].content_hash
         assert await upgraded.list_documents(tenant="acme") == []
-        ingestor = Ingestor(upgraded, counting_embedder, Chunker(tokenizer), ReadWriteLock())
+        ingestor = embedded_ingestor(upgraded, counting_embedder, settings_chunker(tokenizer))
         assert (await ingestor.ingest(documents)).skipped == CORPUS_SIZE
         assert counting_embedder.texts == 0
     finally:
@@ -428,7 +429,7 @@ def test_an_index_of_an_unknown_format_is_refused(tmp_path, open_index):
 
 
 def test_documents_with_content_looks_up_many_hashes_in_batches(index, monkeypatch):
-    monkeypatch.setattr(embedded, "_LOOKUP_BATCH", 2)
+    monkeypatch.setattr(embedded.catalog, "_LOOKUP_BATCH", 2)
     chunks = [dataclasses.replace(_chunk(f"doc{i}", 0, f"text {i}"), content_hash=f"h{i % 3}") for i in range(5)]
     vectors = np.eye(5, 384, dtype=np.float32)
     index.upsert(chunks, vectors)

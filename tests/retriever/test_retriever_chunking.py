@@ -8,6 +8,7 @@ import pytest
 
 from rag_retriever.chunking import Chunker, chunk_id, markdown_sections
 from rag_retriever.records import SourceDocument
+from retriever_builders import SETTINGS, settings_chunker
 
 SENTENCES = [
     f"Sentence {i} explains how the {topic} system handles request number {i * 13} under load."
@@ -54,9 +55,9 @@ def test_a_sentence_longer_than_the_budget_is_split_without_losing_text(tokenize
 
 def test_the_budget_must_leave_room_for_special_tokens(tokenizer):
     assert tokenizer.max_tokens == 256
-    Chunker(tokenizer, chunk_tokens=254)
+    Chunker(tokenizer, chunk_tokens=254, chunk_overlap_tokens=SETTINGS.chunk_overlap_tokens)
     with pytest.raises(ValueError, match="between 1 and 254"):
-        Chunker(tokenizer, chunk_tokens=255)
+        Chunker(tokenizer, chunk_tokens=255, chunk_overlap_tokens=SETTINGS.chunk_overlap_tokens)
     with pytest.raises(ValueError, match="below chunk_tokens"):
         Chunker(tokenizer, chunk_tokens=50, chunk_overlap_tokens=50)
 
@@ -119,13 +120,13 @@ def test_plain_text_is_read_like_markdown_other_stated_types_are_not(tokenizer):
     # hence text/plain) was chunked unlike the same text uploaded as .md. One reader for both now.
     text = "# Setup\nJust text."
     plain, markdown = (
-        Chunker(tokenizer).chunk_document(SourceDocument("notes", text, metadata={"content_type": content_type}))
+        settings_chunker(tokenizer).chunk_document(SourceDocument("notes", text, metadata={"content_type": content_type}))
         for content_type in ("text/plain", "text/markdown")
     )
     assert [(c.section_path, c.text) for c in plain] == [(c.section_path, c.text) for c in markdown]
     assert [(c.section_path, c.text) for c in plain] == [(["Setup"], "Just text.")]
     # A content type the document states that is none of those (code, say) is still one flat text.
-    [code] = Chunker(tokenizer).chunk_document(
+    [code] = settings_chunker(tokenizer).chunk_document(
         SourceDocument("run.py", "# not a heading here\nprint()", metadata={"content_type": "text/x-python"})
     )
     assert (code.section_path, code.text) == ([], "# not a heading here\nprint()")

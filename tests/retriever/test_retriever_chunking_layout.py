@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag_retriever.chunking import Chunker
 from rag_retriever.records import SourceDocument
+from retriever_builders import settings_chunker
 
 SENTENCE = "The pump on page {page} runs at {rpm} rpm and moves clean water through the booster set."
 
@@ -27,14 +28,14 @@ def test_pdf_chunks_never_span_two_pages_and_carry_the_page_number(tokenizer):
 
 def test_form_feeds_mean_pages_only_for_pdf(tokenizer):
     document = SourceDocument("notes.txt", "First part.\fSecond part.")
-    [chunk] = Chunker(tokenizer).chunk_document(document)
+    [chunk] = settings_chunker(tokenizer).chunk_document(document)
     assert chunk.page is None
 
 
 def test_html_documents_are_chunked_along_their_headings(tokenizer):
     text = "# Guide\n\nIntro text.\n\n## Setup\n\nInstall it."
     document = SourceDocument("guide.html", text, metadata={"content_type": "text/html"})
-    chunks = Chunker(tokenizer).chunk_document(document)
+    chunks = settings_chunker(tokenizer).chunk_document(document)
     assert [(chunk.section_path, chunk.text) for chunk in chunks] == [
         (["Guide"], "Intro text."),
         (["Guide", "Setup"], "Install it."),

@@ -25,12 +25,14 @@ import pytest
 from rag_retriever.backends.base import AccessFilter, FusionSettings, SearchBackend
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.settings import RetrieverSettings
+from retriever_builders import HNSW
 
 MODEL_ID = "all-MiniLM-L6-v2"
 DIM = 384
 CORPUS_SIZE = 12
 LIVE_CLUSTER_SKIP = "set OPENSEARCH_URL to run against a live cluster"
-MIN_MAX, RRF = FusionSettings("min_max"), FusionSettings("rrf")
+MIN_MAX, RRF = FusionSettings("min_max", 0.5), FusionSettings("rrf", 0.5)
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Harness:
 
 def embedded_harness(directory: Path) -> Harness:
     async def open_backend() -> SearchBackend:
-        return await asyncio.to_thread(EmbeddedBackend, directory, DIM, model_id=MODEL_ID)
+        return await asyncio.to_thread(EmbeddedBackend, directory, DIM, HNSW, model_id=MODEL_ID)
 
     async def cleanup() -> None:
         pass
@@ -59,10 +61,11 @@ def opensearch_harness(url: str) -> Harness:
     from rag_retriever.backends.opensearch_requests import IndexConfig
 
     # A fresh alias per harness, so runs never see each other's chunks.
-    config = IndexConfig(alias=f"rag-conformance-{uuid.uuid4().hex[:10]}", dim=DIM, model_id=MODEL_ID)
+    settings = RetrieverSettings(opensearch_index=f"rag-conformance-{uuid.uuid4().hex[:10]}")
+    config = IndexConfig.of(settings, dim=DIM, model_id=MODEL_ID)
 
     async def open_backend() -> SearchBackend:
-        backend = OpenSearchBackend(AsyncOpenSearch(hosts=[url], timeout=60), config)
+        backend = OpenSearchBackend(AsyncOpenSearch(hosts=[url], timeout=60), config, fusion=MIN_MAX)
         await backend.ensure_index()
         return backend
 
@@ -597,11 +600,11 @@ def hop_chunk(doc_id: str, text: str | None = None, **fields) -> ChunkRecord:
 
 
 async def hop_search(backend: SearchBackend, embedder, access: AccessFilter, *, hop: bool, k: int = 3) -> list[str]:
-    from rag_retriever.graph_retrieval import GraphOptions
+    from rag_retriever.backends.base import GraphOptions
 
     first = await backend.search_hybrid(HOP_QUESTION, query_vector(embedder, HOP_QUESTION), k, None, MIN_MAX, access=access)
     hits, _ = await backend.graph_search(  # type: ignore[attr-defined]
-        HOP_QUESTION, first, k, None, access, with_vectors=False, ppr=False, hop=hop, options=GraphOptions()
+        HOP_QUESTION, first, k, None, access, with_vectors=False, ppr=False, hop=hop, options=GraphOptions.of(RetrieverSettings())
     )
     return doc_ids(hits)
 

@@ -16,10 +16,9 @@ import pytest
 from rag_common.schemas import DocumentIn, DuplicateContent
 from rag_retriever.document_access import ContentDigest, DocumentAccess
 from rag_retriever.backends.embedded import EmbeddedBackend
-from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor, to_source_document
-from rag_retriever.locking import ReadWriteLock
 from rag_retriever.parsers import parse_upload
+from retriever_builders import embedded_ingestor, settings_chunker
 
 LIMIT = 10 * 1024 * 1024
 
@@ -55,7 +54,7 @@ be lifted off the pump casing.
 @pytest.fixture
 def service_ingestor(backend: EmbeddedBackend, embedder, tokenizer) -> Ingestor:
     """The ingestor with the service's default chunk sizes."""
-    return Ingestor(backend, embedder, Chunker(tokenizer), ReadWriteLock(), digest=DIGEST)
+    return embedded_ingestor(backend, embedder, settings_chunker(tokenizer), digest=DIGEST)
 
 
 async def stored_chunks(backend: EmbeddedBackend, embedder, doc_id: str) -> list[tuple[list[str], str]]:
@@ -204,6 +203,6 @@ def test_normalising_keeps_the_page_breaks_of_a_pdf_with_an_empty_first_page(tok
     document = to_source_document(
         DocumentIn(id="r.pdf", text="\fThe pump runs at 1450 rpm.\n\f", metadata={"content_type": "application/pdf"})
     )
-    [chunk] = Chunker(tokenizer).chunk_document(document)
+    [chunk] = settings_chunker(tokenizer).chunk_document(document)
     assert (chunk.page, chunk.text) == (2, "The pump runs at 1450 rpm.")
     assert document.content_hash == sha256("\fThe pump runs at 1450 rpm.\n\f")

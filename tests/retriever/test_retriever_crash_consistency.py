@@ -23,6 +23,7 @@ import tantivy
 
 from rag_retriever.backends.embedded import EmbeddedIndex
 from rag_retriever.entity_graph import EntityGraph
+from retriever_builders import HNSW
 
 WRITER = Path(__file__).with_name("crash_writer.py")
 DIM = 32
@@ -127,7 +128,7 @@ def test_a_killed_writer_leaves_every_document_whole_and_the_graph_in_step(tmp_p
         acknowledged, in_flight = expected_after(lines, state)
         in_flight_rounds += in_flight is not None
 
-        index = EmbeddedIndex(index_dir, DIM)
+        index = EmbeddedIndex(index_dir, DIM, HNSW)
         try:
             check_recovered(index, acknowledged, in_flight)
             state = read_state(index)
@@ -159,25 +160,25 @@ def test_a_commit_after_a_writer_died_mid_commit_keeps_its_deletes(tmp_path: Pat
 
     index_dir = tmp_path / "index"
     tantivy_meta = index_dir / "tantivy" / "meta.json"
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     index.replace_documents(["a", "b"], [chunk("a", "v1", 0), chunk("a", "v1", 1), chunk("b", "v1", 0)],
                             vectors(3, 1), tenant=TENANT)
     index.close()
     committed = tantivy_meta.read_bytes()
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     index.replace_documents(["a"], [chunk("a", "v2", 0)], vectors(1, 2), tenant=TENANT)
     index.close()
     tantivy_meta.write_bytes(committed)  # the v2 commit's files are on disk, its meta.json is not
     assert list((index_dir / "tantivy").glob("*.del")), "the dead commit's delete file is the point"
 
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     try:
         assert index.document_chunk_ids("a", tenant=TENANT) == {"a-v1-0", "a-v1-1"}  # v2 never happened
         assert index.consistency().consistent, index.consistency()  # nor in the vector graph
         index.replace_documents(["a"], [chunk("a", "v3", 0)], vectors(1, 3), tenant=TENANT)
     finally:
         index.close()
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     try:
         assert index.document_chunk_ids("a", tenant=TENANT) == {"a-v3-0"}
         assert index.document_chunk_ids("b", tenant=TENANT) == {"b-v1-0"}
@@ -198,14 +199,14 @@ def _one_document_index(index_dir: Path, count: int, seed: int) -> np.ndarray:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     chunks = [ChunkRecord(chunk_id=f"a-{n}", doc_id="a", text=f"a part {n}", chunk_index=n, title="a", source="a.txt")
               for n in range(count)]
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     index.replace_documents(["a"], chunks, vectors, tenant=TENANT)
     index.close()
     return vectors
 
 
 def _assert_reopened_and_each_chunk_finds_itself(index_dir: Path) -> None:
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     try:
         assert index.consistency().consistent, index.consistency()
         for chunk_id, vector in index.document_vectors("a", tenant=TENANT).items():
@@ -369,7 +370,7 @@ def test_a_write_whose_commit_raised_is_not_vouched_for_until_repaired(
         def __getattr__(self, name):
             return getattr(self._writer, name)
 
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     try:
         real_writer = index._writer
         index._writer = CommitsThenRaises(real_writer)
@@ -383,7 +384,7 @@ def test_a_write_whose_commit_raised_is_not_vouched_for_until_repaired(
     assert "graph_state" not in json.loads((index_dir / embedded.META_FILE).read_text())
 
     repairs = _FullRepairs(monkeypatch)
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     try:
         assert repairs.count == 1
         assert index.consistency().consistent, index.consistency()
@@ -407,7 +408,7 @@ def test_the_sweep_after_a_quick_open_relinks_a_vector_no_search_reaches(
     _vouch_for_the_graph_on_disk(index_dir)
 
     repairs = _FullRepairs(monkeypatch)
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     try:
         assert repairs.count == 0
         assert index.wait_for_graph_sweep(timeout=60)
@@ -424,7 +425,7 @@ def test_the_sweep_after_a_quick_open_relinks_a_vector_no_search_reaches(
 def test_close_stops_the_sweep(tmp_path: Path) -> None:
     index_dir = tmp_path / "index"
     _one_document_index(index_dir, 3000, seed=2)
-    index = EmbeddedIndex(index_dir, DIM)
+    index = EmbeddedIndex(index_dir, DIM, HNSW)
     sweep = index._sweep
     assert sweep is not None
     index.close()

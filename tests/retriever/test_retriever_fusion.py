@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from rag_retriever.fusion import RRF_K, candidates_per_list, min_max_fusion, rrf_fusion
 from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.settings import RetrieverSettings
+
+#: min_max fusion's dense weight by default (``RETRIEVER_HYBRID_DENSE_WEIGHT``, the one source).
+DENSE_WEIGHT = RetrieverSettings().hybrid_dense_weight
 
 
 def hits(*pairs: tuple[str, float]) -> list[ScoredChunk]:
@@ -35,9 +41,9 @@ def test_min_max_weight_moves_the_balance():
 
 
 def test_min_max_with_equal_scores_or_one_empty_list():
-    fused = min_max_fusion(hits(("a", 0.8), ("b", 0.8)), [], top_k=5)
+    fused = min_max_fusion(hits(("a", 0.8), ("b", 0.8)), [], top_k=5, dense_weight=DENSE_WEIGHT)
     assert scores(fused) == {"a": 0.5, "b": 0.5}
-    assert min_max_fusion([], [], top_k=5) == []
+    assert min_max_fusion([], [], top_k=5, dense_weight=DENSE_WEIGHT) == []
 
 
 def test_rrf_sums_reciprocal_ranks():
@@ -54,7 +60,7 @@ def test_candidates_per_list(top_k, expected):
     assert candidates_per_list(top_k) == expected
 
 
-@pytest.mark.parametrize("fuse", [min_max_fusion, rrf_fusion], ids=["min_max", "rrf"])
+@pytest.mark.parametrize("fuse", [partial(min_max_fusion, dense_weight=DENSE_WEIGHT), rrf_fusion], ids=["min_max", "rrf"])
 def test_fused_hits_keep_their_vectors(fuse):
     import numpy as np
 

@@ -14,17 +14,17 @@ import pytest
 
 from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
 from rag_retriever.document_access import DocumentAccess
-from rag_retriever.backends.base import AccessFilter, FusionSettings
+from rag_retriever.backends.base import AccessFilter, FusionSettings, GraphOptions
 from rag_retriever.backends import embedded
 from rag_retriever.backends.embedded import EmbeddedBackend
-from rag_retriever.chunking import Chunker
 from rag_retriever.entities import capitalised_spans, chunk_entities, query_entities, title_entity
 from rag_retriever.entity_graph_store import GRAPH_DB, LEGACY_GRAPH_FILE, GraphStore
-from rag_retriever.graph_retrieval import GraphOptions, _walk
-from rag_retriever.ingestion import Ingestor
+from rag_retriever.graph_retrieval import _walk
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.pagerank import personalised_pagerank
 from rag_retriever.search_service import GraphDefaults, SearchService
+from rag_retriever.settings import RetrieverSettings
+from retriever_builders import HNSW, embedded_ingestor, settings_chunker
 
 # ------------------------------------------------------------------------------ entities
 
@@ -100,9 +100,9 @@ EVERYONE = AccessFilter("default", ("*",))
 
 
 async def _ingested(path: Path, embedder, tokenizer, documents) -> tuple[EmbeddedBackend, ReadWriteLock]:
-    backend = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    backend = EmbeddedBackend(path, dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     lock = ReadWriteLock()
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, access=DocumentAccess.managing("default"))
+    await embedded_ingestor(backend, embedder, settings_chunker(tokenizer), lock).ingest(documents, access=DocumentAccess.managing("default"))
     return backend, lock
 
 
@@ -123,7 +123,7 @@ async def test_graph_is_built_at_ingestion_incremental_and_persisted(tmp_path, e
 
     # Re-ingesting a changed document replaces its part of the graph, and only its part.
     changed = BRIDGE[0].model_copy(update={"text": "Kiss and Tell is a 1945 film starring Jean Arthur."})
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], access=DocumentAccess.managing("default"))
+    await embedded_ingestor(backend, embedder, settings_chunker(tokenizer), lock).ingest([changed], access=DocumentAccess.managing("default"))
     kiss = _label(graph, "kiss-and-tell")
     assert "jean arthur" in graph.nodes[kiss].entities
     assert "corliss archer" not in graph.entity_chunks
@@ -132,11 +132,11 @@ async def test_graph_is_built_at_ingestion_incremental_and_persisted(tmp_path, e
     saved = graph.to_json()
     await backend.close()
 
-    reopened = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    reopened = EmbeddedBackend(path, dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     assert reopened.index.graph.to_json() == saved  # read back from graph.sqlite
     await reopened.close()
     (path / GRAPH_DB).unlink()  # lost: rebuilt from the stored chunks on open
-    rebuilt = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    rebuilt = EmbeddedBackend(path, dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     assert rebuilt.index.graph.to_json() == saved
     await rebuilt.delete_document("kiss-and-tell", tenant="default")
     assert "jean arthur" not in rebuilt.index.graph.entity_chunks
@@ -158,7 +158,7 @@ async def test_a_write_stores_only_its_own_rows_and_a_restart_reads_them(tmp_pat
     monkeypatch.setattr(GraphStore, "apply", apply)
     old = _label(backend.index.graph, "kiss-and-tell")
     changed = BRIDGE[0].model_copy(update={"text": "Kiss and Tell is a 1945 film starring Jean Arthur."})
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest([changed], access=DocumentAccess.managing("default"))
+    await embedded_ingestor(backend, embedder, settings_chunker(tokenizer), lock).ingest([changed], access=DocumentAccess.managing("default"))
     new = _label(backend.index.graph, "kiss-and-tell")
     assert written == [([old], [new])]  # one row out, one in: not the other nine documents' rows
     await backend.delete_document("film-3", tenant="default")
@@ -166,7 +166,7 @@ async def test_a_write_stores_only_its_own_rows_and_a_restart_reads_them(tmp_pat
     saved = backend.index.graph.to_json()
     await backend.close()
 
-    reopened = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    reopened = EmbeddedBackend(path, dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     assert reopened.index.graph.to_json() == saved
     assert "jean arthur" in reopened.index.graph.nodes[new].entities
     assert not any(node.document == "default\x00film-3" for node in reopened.index.graph.nodes.values())
@@ -187,8 +187,8 @@ async def test_a_graph_json_of_format_1_is_migrated_into_graph_sqlite(tmp_path, 
     def no_extraction(chunk):
         raise AssertionError("migrated, not re-extracted from the stored chunks")
 
-    monkeypatch.setattr(embedded, "chunk_node", no_extraction)
-    reopened = EmbeddedBackend(path, dim=embedder.dim, model_id=embedder.model_id)
+    monkeypatch.setattr(embedded.entity_upkeep, "chunk_node", no_extraction)
+    reopened = EmbeddedBackend(path, dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     assert reopened.index.graph.to_json() == saved
     assert not (path / LEGACY_GRAPH_FILE).exists() and (path / GRAPH_DB).exists()
     assert reopened.index.consistency().consistent
@@ -202,7 +202,11 @@ async def test_a_graph_json_of_format_1_is_migrated_into_graph_sqlite(tmp_path, 
 
 
 async def _search(backend, lock, embedder, *, graph: bool, hop: bool, access=EVERYONE, top_k: int = 3) -> list[str]:
-    service = SearchService(backend, embedder, lock, fusion=FusionSettings(), graph=GraphDefaults(options=GraphOptions()))
+    settings = RetrieverSettings()
+    service = SearchService(
+        backend, embedder, lock, fusion=FusionSettings.of(settings), default_top_k=settings.default_top_k,
+        graph=GraphDefaults.of(settings), graph_searcher=backend,
+    )
     request = SearchRequest(query=QUESTION, top_k=top_k, mode="hybrid", graph=graph, second_hop=hop)
     response = await service.search(request, access)
     if graph or hop:
@@ -220,7 +224,7 @@ async def test_the_second_hop_and_pagerank_reach_the_bridge_passage(tmp_path, em
     # it up here (nor, measured, on HotpotQA: docs/evaluation.md); PPR stays off by default.
     index = backend.index
     seeds = index.search_bm25(QUESTION, 5, access=EVERYONE)
-    walk = _walk(index, seeds, {"corliss archer"}, GraphOptions())
+    walk = _walk(index, seeds, {"corliss archer"}, GraphOptions.of(RetrieverSettings()))
     assert walk.get(_label(index.graph, "shirley-temple"), 0.0) > 0.0
     both = await _search(backend, lock, embedder, graph=True, hop=True)
     assert both[0] == "kiss-and-tell" and "shirley-temple" in both
@@ -242,7 +246,11 @@ async def test_graph_signals_never_return_what_the_caller_may_not_read(tmp_path,
 
 async def test_the_setting_is_the_default_and_the_request_overrides_it(tmp_path, embedder, tokenizer) -> None:
     backend, lock = await _ingested(tmp_path / "index", embedder, tokenizer, BRIDGE)
-    on = SearchService(backend, embedder, lock, graph=GraphDefaults(ppr=True, second_hop=True))
+    settings = RetrieverSettings(graph_ppr=True, graph_second_hop=True)
+    on = SearchService(
+        backend, embedder, lock, fusion=FusionSettings.of(settings), default_top_k=settings.default_top_k,
+        graph=GraphDefaults.of(settings), graph_searcher=backend,
+    )
     response = await on.search(SearchRequest(query=QUESTION, top_k=3), EVERYONE)
     assert "graph" in response.timings_ms
     response = await on.search(SearchRequest(query=QUESTION, top_k=3, graph=False, second_hop=False), EVERYONE)

@@ -18,7 +18,7 @@ from rag_retriever.fusion import candidates_per_list, min_max_fusion, rrf_fusion
 QUERIES = ["black hole event horizon", "tea", "coral bleaching warming oceans", "improvise solo", "zzzz", "the"]
 ACME = AccessFilter.of(Identity(tenant="acme", user="ann"))
 GLOBEX = AccessFilter.of(Identity(tenant="globex", user="bob"))
-FUSIONS = [FusionSettings("min_max", 0.5), FusionSettings("min_max", 0.2), FusionSettings("rrf")]
+FUSIONS = [FusionSettings("min_max", 0.5), FusionSettings("min_max", 0.2), FusionSettings("rrf", 0.5)]
 
 
 @pytest.fixture

@@ -153,8 +153,8 @@ def test_limits_unit():
         limits.check_documents([DocumentIn(text="short"), DocumentIn(text="x" * 11)])
     with pytest.raises(PayloadTooLarge, match=r"3 chunks.*RETRIEVER_MAX_CHUNKS_PER_REQUEST=2"):
         limits.check_chunks(3)
-    IngestLimits().check_documents([DocumentIn(text="x" * 100_000)])  # no limits: tools and tests
-    IngestLimits().check_chunks(10**9)
+    IngestLimits.unlimited().check_documents([DocumentIn(text="x" * 100_000)])  # no limits: tools and tests
+    IngestLimits.unlimited().check_chunks(10**9)
     defaults = IngestLimits.of(RetrieverSettings())
     # The default accepts the 8 MiB documents of bench/ingest_scaling.py.
     assert defaults.max_document_chars is not None and defaults.max_document_chars >= 8 * 1024 * 1024

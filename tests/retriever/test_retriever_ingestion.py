@@ -8,10 +8,10 @@ from pydantic import ValidationError
 from rag_common.errors import InvalidInput
 from rag_common.schemas import DocumentAcl, DocumentIn, IngestFailure
 from rag_retriever.document_access import DocumentAccess
-from rag_retriever.backends.base import AccessFilter
+from rag_retriever.backends.base import AccessFilter, normalise_filters
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor, default_doc_id
-from rag_retriever.locking import ReadWriteLock
+from retriever_builders import embedded_ingestor
 
 LONG_TEXT = " ".join(f"Paragraph sentence {i} describes step {i} of the deployment runbook." for i in range(30))
 
@@ -56,13 +56,13 @@ async def test_a_metadata_only_change_is_not_skipped(ingestor, backend):
     await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"content_type": "text/x-memo"})])
     result = await ingestor.ingest([DocumentIn(id="memo", text="Quarterly memo.", metadata={"content_type": "text/x-note"})])
     assert (result.documents, result.skipped) == (1, 0)
-    assert await backend.search_bm25("memo", k=5, filters={"content_type": "text/x-memo"}) == []
-    assert len(await backend.search_bm25("memo", k=5, filters={"content_type": "text/x-note"})) == 1
+    assert await backend.search_bm25("memo", k=5, filters=normalise_filters({"content_type": "text/x-memo"})) == []
+    assert len(await backend.search_bm25("memo", k=5, filters=normalise_filters({"content_type": "text/x-note"}))) == 1
 
 
 async def test_an_acl_only_change_updates_the_readers_without_re_embedding(backend, counting_embedder, tokenizer):
     counting = counting_embedder
-    ingestor = Ingestor(backend, counting, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
+    ingestor = embedded_ingestor(backend, counting, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15))
     first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)], access=DocumentAccess.managing("acme"))
     assert counting.texts == first.chunks > 2
     before = await backend.document_vectors("runbook", tenant="acme")
@@ -163,7 +163,7 @@ async def test_delete_goes_through_the_write_lock(ingestor, backend):
 
 
 async def test_a_changed_document_embeds_only_its_new_chunks(backend, counting_embedder, tokenizer):
-    ingestor = Ingestor(backend, counting_embedder, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15), ReadWriteLock())
+    ingestor = embedded_ingestor(backend, counting_embedder, Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15))
     first = await ingestor.ingest([DocumentIn(id="runbook", text=LONG_TEXT)])
     assert counting_embedder.texts == first.chunks
     longer = LONG_TEXT + " A closing sentence about the rollback plan."

@@ -12,16 +12,15 @@ import pytest
 
 from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
 from rag_retriever.document_access import DocumentAccess
-from rag_retriever.backends.base import AccessFilter
+from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend
-from rag_retriever.chunking import Chunker
 from rag_retriever.fusion_features import FEATURE_GROUPS, FEATURE_NAMES, CandidateSignals, feature_matrix, local_standardise
-from rag_retriever.ingestion import Ingestor
 from rag_retriever.learned_fusion import SCHEMA_VERSION, SHIPPED_MODEL, FusionModel, FusionModelError
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.runtime import load_fusion_model
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
+from retriever_builders import HNSW, embedded_ingestor, settings_chunker
 
 # ------------------------------------------------------------------------------ features
 
@@ -148,12 +147,21 @@ BOB = AccessFilter("default", ("*", "user:bob"))
 ANN = AccessFilter("default", ("*", "user:ann"))
 
 
+def _service(backend: EmbeddedBackend, embedder, lock: ReadWriteLock, learned: FusionModel | None = None) -> SearchService:
+    """As the runtime composes it over the embedded backend: its graph and candidates injected."""
+    settings = RetrieverSettings()
+    return SearchService(
+        backend, embedder, lock, fusion=FusionSettings.of(settings), default_top_k=settings.default_top_k,
+        graph=GraphDefaults.of(settings), graph_searcher=backend, candidate_source=backend, learned=learned,
+    )
+
+
 @pytest.fixture
 async def service(tmp_path: Path, embedder, tokenizer) -> SearchService:
-    backend = EmbeddedBackend(tmp_path / "index", dim=embedder.dim, model_id=embedder.model_id)
+    backend = EmbeddedBackend(tmp_path / "index", dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     lock = ReadWriteLock()
-    await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(BRIDGE, access=DocumentAccess.managing("default"))
-    yield SearchService(backend, embedder, lock, graph=GraphDefaults())
+    await embedded_ingestor(backend, embedder, settings_chunker(tokenizer), lock).ingest(BRIDGE, access=DocumentAccess.managing("default"))
+    yield _service(backend, embedder, lock)
     await backend.close()
 
 
@@ -176,7 +184,7 @@ async def test_learned_search_ranks_by_the_model(service: SearchService) -> None
     # A model that trusts only the hop: the bridge passage, missing from plain hybrid's top 3, is in
     # the model's, scored in (0, 1).
     model = FusionModel(("hop_z",), np.zeros(1), np.ones(1), np.ones(1), 0.0, {})
-    learned = SearchService(service._backend, service._embedder, service._lock, learned=model)
+    learned = _service(service._backend, service._embedder, service._lock, learned=model)
     plain = await service.search(SearchRequest(query=QUESTION, top_k=3, mode="hybrid"), ANN)
     assert "shirley-temple" not in {p.doc_id for p in plain.passages}
     response = await learned.search(SearchRequest(query=QUESTION, top_k=3, mode="hybrid"), ANN)

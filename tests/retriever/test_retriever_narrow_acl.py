@@ -55,7 +55,7 @@ async def test_a_user_who_may_read_3_of_10000_chunks_gets_those_3_in_every_mode(
     unfiltered = {
         "dense": await backend.search_dense(query_vector, 10, access=crew),
         "bm25": await backend.search_bm25(QUERY, 10, access=crew),
-        "hybrid": await backend.search_hybrid(QUERY, query_vector, 10, None, FusionSettings(), access=crew),
+        "hybrid": await backend.search_hybrid(QUERY, query_vector, 10, None, FusionSettings("min_max", 0.5), access=crew),
     }
     for mode, hits in unfiltered.items():
         assert len(hits) == 10 and not ids(hits) & readable_ids, mode  # the neighbours crowd them out
@@ -63,7 +63,7 @@ async def test_a_user_who_may_read_3_of_10000_chunks_gets_those_3_in_every_mode(
     narrow = {
         "dense": await backend.search_dense(query_vector, 10, access=NEEDLE),
         "bm25": await backend.search_bm25(QUERY, 10, access=NEEDLE),
-        "hybrid": await backend.search_hybrid(QUERY, query_vector, 10, None, FusionSettings(), access=NEEDLE),
+        "hybrid": await backend.search_hybrid(QUERY, query_vector, 10, None, FusionSettings("min_max", 0.5), access=NEEDLE),
     }
     for mode, hits in narrow.items():
         assert ids(hits) == readable_ids and len(hits) == 3, mode

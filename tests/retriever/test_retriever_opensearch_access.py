@@ -24,7 +24,8 @@ from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends.opensearch import OpenSearchBackend
 from rag_retriever.backends.opensearch_requests import IndexConfig
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.search_service import SearchService
+from rag_retriever.search_service import GraphDefaults, SearchService
+from rag_retriever.settings import RetrieverSettings
 
 SEARCHES = 1500
 TEXTS = (
@@ -80,8 +81,13 @@ class RepeatingQueries:
 @pytest.fixture
 async def opensearch_search(embedder):
     cluster = FakeCluster()
-    backend = OpenSearchBackend(cluster.client(), IndexConfig(alias="rag-chunks", dim=384, model_id="m", ef_search=100))
-    yield cluster, SearchService(backend, RepeatingQueries(embedder), ReadWriteLock(), fusion=FusionSettings())
+    settings = RetrieverSettings()
+    config = IndexConfig.of(RetrieverSettings(opensearch_index="rag-chunks", hnsw_ef_search=100), dim=384, model_id="m")
+    backend = OpenSearchBackend(cluster.client(), config, fusion=FusionSettings.of(settings))
+    yield cluster, SearchService(
+        backend, RepeatingQueries(embedder), ReadWriteLock(), fusion=FusionSettings.of(settings),
+        default_top_k=settings.default_top_k, graph=GraphDefaults.of(settings), graph_searcher=backend,
+    )
     await backend.close()
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from opensearch_fake import FakeCluster, hit, hits_answer
 from rag_common.schemas import SearchRequest
-from rag_retriever.backends.base import AccessFilter
+from rag_retriever.backends.base import AccessFilter, FusionSettings, GraphOptions
 from rag_retriever.backends.opensearch import OpenSearchBackend
 from rag_retriever.backends.opensearch_requests import (
     EntityCounts,
@@ -19,14 +19,16 @@ from rag_retriever.backends.opensearch_requests import (
     entity_stats_from,
     follow_up_msearch_body,
 )
-from rag_retriever.graph_retrieval import GraphOptions
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord, ScoredChunk
 from rag_retriever.search_service import GraphDefaults, SearchService
+from rag_retriever.settings import RetrieverSettings
 
-CONFIG = IndexConfig(alias="rag-chunks", dim=4, model_id="test-model")
+CONFIG = IndexConfig.of(RetrieverSettings(opensearch_index="rag-chunks"), dim=4, model_id="test-model")
 QUERY = "Who played Corliss Archer?"
 ANN = AccessFilter("acme", ("*", "user:ann"))
+#: The graph options a deployment gets by default (the settings are their one source).
+OPTIONS = GraphOptions.of(RetrieverSettings())
 ANN_CLAUSES = [{"term": {"tenant": "acme"}}, {"terms": {"readers": ["*", "user:ann"]}}]
 
 
@@ -98,7 +100,7 @@ def cluster() -> FakeCluster:
 
 @pytest.fixture
 async def backend(cluster: FakeCluster):
-    opened = OpenSearchBackend(cluster.client(), CONFIG)
+    opened = OpenSearchBackend(cluster.client(), CONFIG, fusion=FusionSettings.of(RetrieverSettings()))
     yield opened
     await opened.close()
 
@@ -121,7 +123,7 @@ async def test_the_hop_counts_entities_then_sends_its_follow_ups_in_one_msearch(
     )
     first = [ScoredChunk(KISS, 10.0), ScoredChunk(FILM, 5.0)]
     hits, info = await backend.graph_search(
-        QUERY, first, 3, None, ANN, with_vectors=False, ppr=False, hop=True, options=GraphOptions()
+        QUERY, first, 3, None, ANN, with_vectors=False, ppr=False, hop=True, options=OPTIONS
     )
     assert [(c.method, c.path, c.params, c.body) for c in cluster.calls] == [
         ("POST", "/rag-chunks/_search", {}, STATS_BODY),
@@ -137,7 +139,7 @@ async def test_the_hop_counts_entities_then_sends_its_follow_ups_in_one_msearch(
 async def test_no_follow_up_means_no_msearch(backend, cluster):
     cluster.searches.append({"aggregations": {"entities": {"buckets": []}, "titles": {"buckets": []}}})
     hits, info = await backend.graph_search(
-        QUERY, [ScoredChunk(KISS, 2.0)], 3, None, ANN, with_vectors=False, ppr=False, hop=True, options=GraphOptions()
+        QUERY, [ScoredChunk(KISS, 2.0)], 3, None, ANN, with_vectors=False, ppr=False, hop=True, options=OPTIONS
     )
     assert [c.path for c in cluster.calls] == ["/rag-chunks/_search"]
     assert [(hit.chunk.doc_id, hit.score) for hit in hits] == [("kiss", 1.0)] and info["hops"] == 0
@@ -151,7 +153,7 @@ async def test_a_failed_follow_up_fails_the_search(backend, cluster):
     with pytest.raises(RuntimeError, match="follow-up search failed"):
         await backend.graph_search(
             QUERY, [ScoredChunk(KISS, 10.0), ScoredChunk(FILM, 5.0)], 3, None, ANN,
-            with_vectors=False, ppr=False, hop=True, options=GraphOptions(),
+            with_vectors=False, ppr=False, hop=True, options=OPTIONS,
         )
 
 
@@ -177,7 +179,11 @@ async def test_the_service_runs_the_hop_on_opensearch_and_says_pagerank_is_unava
     cluster.routes[("POST", "/rag-chunks/_msearch")] = (
         200, {"responses": [hits_answer([hit(source(TEMPLE), 8.0)]), hits_answer([])]},
     )
-    service = SearchService(backend, None, ReadWriteLock(), graph=GraphDefaults(ppr=True, second_hop=True))  # type: ignore[arg-type]
+    on = RetrieverSettings(graph_ppr=True, graph_second_hop=True)
+    service = SearchService(
+        backend, None, ReadWriteLock(), fusion=FusionSettings.of(on), default_top_k=on.default_top_k,  # type: ignore[arg-type]
+        graph=GraphDefaults.of(on), graph_searcher=backend,
+    )
     response = await service.search(SearchRequest(query=QUERY, top_k=3, mode="bm25"), ANN)
     assert [passage.doc_id for passage in response.passages] == ["kiss", "temple", "film-1"]
     assert "graph" in response.timings_ms and response.timings_ms["graph_ppr_unavailable"] == 1

@@ -18,19 +18,28 @@ import pytest
 from opensearch_fake import FakeCluster, hit, hits_answer
 
 from rag_common.schemas import DocumentIn, DocumentInfo
-from rag_retriever.backends.base import AccessFilter, ChunkWriteError, ChunkWriteFailure, FusionSettings, IndexMismatchError
+from rag_retriever.backends.base import (
+    AccessFilter,
+    ChunkWriteError,
+    ChunkWriteFailure,
+    FusionSettings,
+    HnswParams,
+    IndexMismatchError,
+    normalise_filters,
+)
 from rag_retriever.backends.opensearch import PAGE_SIZE, OpenSearchBackend
 from rag_retriever.backends.opensearch_requests import IndexConfig, pipeline_name
-from rag_retriever.chunking import Chunker
-from rag_retriever.ingestion import Ingestor
-from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.settings import RetrieverSettings
+from retriever_builders import build_ingestor, settings_chunker
 
 ALIAS = "rag-chunks"
 NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP = "2025-01-02T03:04:05.678+00:00"
 PHYSICAL = "rag-chunks-v5-20250102-030405"
-CONFIG = IndexConfig(alias=ALIAS, dim=4, model_id="test-model", ef_search=100)
+CONFIG = IndexConfig.of(RetrieverSettings(opensearch_index=ALIAS, hnsw_ef_search=100), dim=4, model_id="test-model")
+#: The fusion the backend sets up its pipeline for when it opens (the pinned bodies assume it).
+MIN_MAX = FusionSettings("min_max", 0.5)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
 SOURCE_EXCLUDES = {"excludes": ["embedding", "sentence_vectors"]}
 #: With the vector (``with_vectors``): everything but the sentence vectors.
@@ -85,7 +94,7 @@ def cluster() -> FakeCluster:
 
 @pytest.fixture
 async def backend(cluster: FakeCluster):
-    opened = OpenSearchBackend(cluster.client(), CONFIG, clock=lambda: NOW)
+    opened = OpenSearchBackend(cluster.client(), CONFIG, fusion=MIN_MAX, clock=lambda: NOW)
     yield opened
     await opened.close()
 
@@ -171,8 +180,8 @@ async def test_ensure_index_creates_template_then_index_with_alias_then_pipeline
     ("engine", "space", "m", "ef_construction"), [("lucene", "cosinesimil", 32, 400), ("faiss", "innerproduct", 8, 64)]
 )
 async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_construction):
-    config = dataclasses.replace(CONFIG, engine=engine, space=space, m=m, ef_construction=ef_construction, ef_search=256)
-    await OpenSearchBackend(cluster.client(), config, clock=lambda: NOW).ensure_index()
+    config = dataclasses.replace(CONFIG, engine=engine, space=space, hnsw=HnswParams(m, ef_construction, ef_search=256))
+    await OpenSearchBackend(cluster.client(), config, fusion=MIN_MAX, clock=lambda: NOW).ensure_index()
     template = cluster.requests("PUT", "/_index_template/rag-chunks-template")[0].body["template"]
     assert template["settings"] == {"index": {"knn": True, "knn.algo_param.ef_search": 256}}
     assert template["mappings"]["properties"]["embedding"]["method"] == {
@@ -311,12 +320,12 @@ async def test_ensure_index_refuses_an_index_built_for_other_vectors(backend, cl
             },
         ),
         (
-            FusionSettings("rrf"),
+            FusionSettings("rrf", 0.5),
             "rag-chunks-hybrid-rrf",
             {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 60}}},
         ),
         (
-            FusionSettings("rrf", rank_constant=20),
+            FusionSettings("rrf", 0.5, rank_constant=20),
             "rag-chunks-hybrid-rrf-k20",
             {"score-ranker-processor": {"combination": {"technique": "rrf", "rank_constant": 20}}},
         ),
@@ -344,7 +353,8 @@ async def test_dense_query_filters_inside_the_knn_clause(backend, cluster):
 
 
 async def test_dense_query_raises_ef_search_to_k_and_combines_filter_fields(backend, cluster):
-    await backend.search_dense(QUERY_VECTOR, 150, {"source": ["a.txt", "b.txt"], "tenant": "acme"})
+    # Filters reach a backend normalised (the search service's one step): a single value is a list.
+    await backend.search_dense(QUERY_VECTOR, 150, normalise_filters({"source": ["a.txt", "b.txt"], "tenant": "acme"}))
     knn = cluster.calls[0].body["query"]["knn"]["embedding"]
     assert (knn["k"], knn["method_parameters"]) == (150, {"ef_search": 150})
     assert knn["filter"] == {
@@ -372,7 +382,7 @@ async def test_every_query_filters_on_tenant_and_readers_inside_the_search(backe
     await backend.search_dense(QUERY_VECTOR, 5, ACME, access=ANN)
     await backend.search_bm25("volcano lava", 7, access=ANN)
     await backend.search_bm25("volcano lava", 7, {"content_type": ["text/plain"]}, access=ANN)
-    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), access=ANN)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings("min_max", 0.5), access=ANN)
     dense, dense_filtered, bm25, bm25_filtered, _, hybrid = cluster.calls
     # Inside the knn clause (efficient filtering: k readable hits however narrow the ACL), access first.
     assert dense.body == {
@@ -409,7 +419,7 @@ async def test_every_query_filters_on_tenant_and_readers_inside_the_search(backe
 
 
 async def test_hybrid_query_has_dense_then_bm25_each_filtered_and_names_its_pipeline(backend, cluster):
-    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, ACME, FusionSettings())
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, ACME, FusionSettings("min_max", 0.5))
     put, search = cluster.calls
     assert (put.method, put.path, put.body) == ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", MIN_MAX_PIPELINE)
     assert (search.method, search.path) == ("POST", "/rag-chunks/_search")
@@ -430,7 +440,7 @@ async def test_hybrid_query_has_dense_then_bm25_each_filtered_and_names_its_pipe
 
 
 async def test_every_hybrid_query_is_sent_with_its_search_pipeline(backend, cluster):
-    fusions = [FusionSettings(), FusionSettings("rrf"), FusionSettings("z_score"), FusionSettings(), FusionSettings("rrf")]
+    fusions = [FusionSettings("min_max", 0.5), FusionSettings("rrf", 0.5), FusionSettings("z_score", 0.5), FusionSettings("min_max", 0.5), FusionSettings("rrf", 0.5)]
     for fusion in fusions:
         await backend.search_hybrid("lava", QUERY_VECTOR, 3, None, fusion)
     hybrid_calls = [c for c in cluster.calls if c.path.endswith("/_search") and "hybrid" in c.body["query"]]
@@ -447,7 +457,7 @@ async def test_every_hybrid_query_is_sent_with_its_search_pipeline(backend, clus
 async def test_with_vectors_every_query_asks_for_all_but_the_sentence_vectors(backend, cluster):
     await backend.search_dense(QUERY_VECTOR, 5, ACME, with_vectors=True)
     await backend.search_bm25("volcano lava", 7, with_vectors=True)
-    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), with_vectors=True)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings("min_max", 0.5), with_vectors=True)
     dense, bm25, put, hybrid = cluster.calls
     assert (dense.path, dense.params) == ("/rag-chunks/_search", {})
     assert dense.body == {
@@ -469,7 +479,7 @@ async def test_with_vectors_every_query_asks_for_all_but_the_sentence_vectors(ba
 async def test_without_vectors_every_query_excludes_the_vector(backend, cluster):
     await backend.search_dense(QUERY_VECTOR, 5, with_vectors=False)
     await backend.search_bm25("volcano lava", 7)
-    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings())
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings("min_max", 0.5))
     bodies = [c.body for c in cluster.calls if c.path == "/rag-chunks/_search"]
     assert len(bodies) == 3
     assert [body["_source"] for body in bodies] == [{"excludes": ["embedding", "sentence_vectors"]}] * 3
@@ -483,7 +493,7 @@ async def test_with_sentence_vectors_every_query_asks_for_them(backend, cluster,
     flags = {"with_vectors": with_vectors, "with_sentence_vectors": True}
     await backend.search_dense(QUERY_VECTOR, 5, **flags)
     await backend.search_bm25("volcano lava", 7, **flags)
-    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings(), **flags)
+    await backend.search_hybrid("volcano lava", QUERY_VECTOR, 5, None, FusionSettings("min_max", 0.5), **flags)
     dense, bm25, _, hybrid = cluster.calls
     assert dense.body == {"size": 5, "_source": source, "query": {"knn": {"embedding": KNN}}}
     assert bm25.body == {"size": 7, "_source": source, "query": MULTI_MATCH}
@@ -495,8 +505,10 @@ async def test_with_sentence_vectors_every_query_asks_for_them(backend, cluster,
 
 
 async def test_unknown_filter_field_is_rejected_before_any_request(backend, cluster):
+    # Filters are checked where they are normalised, once, before any backend call (the backends
+    # take the normalised form as it is).
     with pytest.raises(ValueError, match="allowed: doc_id, source, tenant, content_type"):
-        await backend.search_bm25("lava", 3, {"author": ["x"]})
+        await backend.search_bm25("lava", 3, normalise_filters({"author": ["x"]}))
     assert cluster.calls == []
 
 
@@ -555,7 +567,7 @@ async def test_hybrid_with_vectors_keeps_the_first_k_hits_and_their_vectors(back
     vectors = [np.full(4, 0.5 - i / 100, dtype=np.float32) for i in range(20)]
     fused = [hit(with_vector(chunk(f"d{i}", 0, f"text {i}"), vectors[i]), 1.0 - i / 100) for i in range(20)]
     cluster.searches.append(hits_answer(fused))
-    hits = await backend.search_hybrid("text", QUERY_VECTOR, 3, None, FusionSettings(), with_vectors=True)
+    hits = await backend.search_hybrid("text", QUERY_VECTOR, 3, None, FusionSettings("min_max", 0.5), with_vectors=True)
     assert [(h.chunk.doc_id, h.score) for h in hits] == [("d0", 1.0), ("d1", 0.99), ("d2", 0.98)]
     assert [h.vector.tolist() for h in hits] == [v.tolist() for v in vectors[:3]]
 
@@ -572,7 +584,7 @@ async def test_vectors_are_read_only_when_asked_for(backend, cluster):
 
 
 async def test_innerproduct_scores_map_back_to_one_plus_cosine_over_two(cluster):
-    backend = OpenSearchBackend(cluster.client(), dataclasses.replace(CONFIG, space="innerproduct"))
+    backend = OpenSearchBackend(cluster.client(), dataclasses.replace(CONFIG, space="innerproduct"), fusion=MIN_MAX)
     # OpenSearch innerproduct: 1 + dot for dot > 0, 1 / (1 - dot) otherwise.
     cluster.searches.append(hits_answer([hit(source_of(VOLCANO), 1.8), hit(source_of(JAZZ), 1 / 1.5)]))
     scores = [h.score for h in await backend.search_dense(QUERY_VECTOR, 2)]
@@ -582,7 +594,7 @@ async def test_innerproduct_scores_map_back_to_one_plus_cosine_over_two(cluster)
 async def test_hybrid_keeps_the_first_k_of_the_fused_candidates(backend, cluster):
     fused = [hit(source_of(chunk(f"d{i}", 0, f"text {i}")), 1.0 - i / 100) for i in range(20)]
     cluster.searches.append(hits_answer(fused))
-    hits = await backend.search_hybrid("text", QUERY_VECTOR, 3, None, FusionSettings())
+    hits = await backend.search_hybrid("text", QUERY_VECTOR, 3, None, FusionSettings("min_max", 0.5))
     assert [(h.chunk.doc_id, h.score) for h in hits] == [("d0", 1.0), ("d1", 0.99), ("d2", 0.98)]
 
 
@@ -902,8 +914,8 @@ async def test_count_reads_the_alias(backend, cluster):
 
 
 async def test_ingestor_reports_a_document_the_index_rejected_and_removes_its_partial_chunks(cluster, embedder, tokenizer):
-    backend = OpenSearchBackend(cluster.client(), dataclasses.replace(CONFIG, dim=embedder.dim), clock=lambda: NOW)
-    ingestor = Ingestor(backend, embedder, Chunker(tokenizer), ReadWriteLock())
+    backend = OpenSearchBackend(cluster.client(), dataclasses.replace(CONFIG, dim=embedder.dim), fusion=MIN_MAX, clock=lambda: NOW)
+    ingestor = build_ingestor(backend, embedder, settings_chunker(tokenizer))
     # Both documents are new (the default search answer is empty); the index rejects every chunk of "bad".
     def reject_bad(call):
         return 200, {
@@ -937,19 +949,22 @@ async def test_ingestor_reports_a_document_the_index_rejected_and_removes_its_pa
 async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monkeypatch):
     from rag_retriever.backends import opensearch
     from rag_retriever.runtime import open_backend
-    from rag_retriever.settings import RetrieverSettings
 
     monkeypatch.setattr(opensearch, "create_client", lambda settings: cluster.client())
     settings = RetrieverSettings(
         backend="opensearch", opensearch_index="kb", knn_engine="lucene", knn_space="innerproduct",
         hnsw_m=24, hnsw_ef_construction=128, hnsw_ef_search=64, hybrid_normalization="z_score", hybrid_dense_weight=0.6,
     )
-    backend = await open_backend(settings, dim=384, model_id="all-MiniLM-L6-v2")
+    opened = await open_backend(settings, dim=384, model_id="all-MiniLM-L6-v2")
+    backend = opened.backend
     try:
         assert isinstance(backend, OpenSearchBackend)
+        # The second hop, no learned-fusion candidates, no staged writes: declared where it is opened.
+        abilities = opened.abilities
+        assert (abilities.graph, abilities.fusion_candidates, abilities.staged) == (backend, None, None)
         assert backend.config == IndexConfig(
             alias="kb", dim=384, model_id="all-MiniLM-L6-v2", engine="lucene", space="innerproduct",
-            m=24, ef_construction=128, ef_search=64,
+            hnsw=HnswParams(m=24, ef_construction=128, ef_search=64),
         )
         template, head, create, pipeline = cluster.calls
         assert (template.path, head.path, pipeline.path) == (

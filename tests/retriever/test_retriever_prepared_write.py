@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from rag_common.schemas import DocumentIn, SearchRequest
-from rag_retriever.backends.base import AccessFilter
+from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend, EmbeddedIndex
-from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
 from rag_retriever.records import ChunkRecord
-from rag_retriever.search_service import SearchService
+from rag_retriever.search_service import GraphDefaults, SearchService
+from rag_retriever.settings import RetrieverSettings
+from retriever_builders import HNSW, build_ingestor, settings_chunker
 
 TENANT = "acme"  # the corpus's "photosynthesis" is acme's
 EVERYONE = AccessFilter(TENANT, ("*",))
@@ -98,7 +99,7 @@ class GatedBackend(EmbeddedBackend):
 
 @pytest.fixture
 async def gated_backend(tmp_path):
-    backend = GatedBackend(tmp_path / "gated", dim=384, model_id="all-MiniLM-L6-v2")
+    backend = GatedBackend(tmp_path / "gated", dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
     yield backend
     await backend.close()
 
@@ -116,8 +117,13 @@ def documents() -> list[DocumentIn]:
 
 async def test_searches_run_while_a_replacement_is_prepared(gated_backend, embedder, tokenizer):
     lock = ReadWriteLock()
-    ingestor = Ingestor(gated_backend, embedder, Chunker(tokenizer), lock)
-    search = SearchService(gated_backend, embedder, lock)
+    # As the runtime composes them over the embedded backend: its staged writes injected.
+    ingestor = build_ingestor(gated_backend, embedder, settings_chunker(tokenizer), lock, staged=gated_backend)
+    settings = RetrieverSettings()
+    search = SearchService(
+        gated_backend, embedder, lock, fusion=FusionSettings.of(settings), default_top_k=settings.default_top_k,
+        graph=GraphDefaults.of(settings), graph_searcher=gated_backend,
+    )
     gated_backend.gate.set()
     await ingestor.ingest([DocumentIn(id="old", text="Lava flows from the volcano's vent.")])
     gated_backend.gate.clear()
@@ -140,7 +146,7 @@ async def test_searches_run_while_a_replacement_is_prepared(gated_backend, embed
 
 async def test_a_cancelled_ingest_leaves_nothing_of_its_prepared_write(gated_backend, embedder, tokenizer):
     lock = ReadWriteLock()
-    ingestor = Ingestor(gated_backend, embedder, Chunker(tokenizer), lock)
+    ingestor = build_ingestor(gated_backend, embedder, settings_chunker(tokenizer), lock, staged=gated_backend)
     writing = asyncio.ensure_future(ingestor.ingest(documents()))
     async with asyncio.timeout(60):
         await gated_backend.preparing.wait()

@@ -12,21 +12,22 @@ from rag_common.schemas import DocumentIn, SearchRequest
 from rag_retriever.document_access import DocumentAccess
 from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.backends.embedded import EmbeddedBackend
-from rag_retriever.chunking import Chunker
-from rag_retriever.ingestion import Ingestor
+from rag_retriever.learned_fusion import FusionModel
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.search_service import SearchService
+from rag_retriever.search_service import GraphDefaults, SearchService
+from rag_retriever.settings import RetrieverSettings
+from retriever_builders import HNSW, embedded_ingestor, settings_chunker
 
 
 @pytest.fixture(scope="module")
 async def indexed(
     tmp_path_factory, embedder, tokenizer, corpus_documents: list[DocumentIn]
 ) -> AsyncIterator[tuple[EmbeddedBackend, ReadWriteLock]]:
-    backend = EmbeddedBackend(tmp_path_factory.mktemp("search") / "index", dim=embedder.dim, model_id=embedder.model_id)
+    backend = EmbeddedBackend(tmp_path_factory.mktemp("search") / "index", dim=embedder.dim, hnsw=HNSW, model_id=embedder.model_id)
     lock = ReadWriteLock()
     # One tenant ("corp") holding the whole corpus, so every search sees all of it.
     documents = [document.model_copy(update={"metadata": {}}) for document in corpus_documents]
-    result = await Ingestor(backend, embedder, Chunker(tokenizer), lock).ingest(documents, access=DocumentAccess.managing("corp"))
+    result = await embedded_ingestor(backend, embedder, settings_chunker(tokenizer), lock).ingest(documents, access=DocumentAccess.managing("corp"))
     assert result.documents == len(corpus_documents)
     yield backend, lock
     await backend.close()
@@ -36,9 +37,15 @@ async def indexed(
 CORP = AccessFilter("corp", ("*", "user:ann"))
 
 
+#: What a deployment gets by default: the settings are the one source.
+SETTINGS = RetrieverSettings()
+
+
 def service(indexed, embedder, fusion: str = "min_max", **kwargs) -> SearchService:
+    """As the runtime composes it over the embedded backend (its graph search injected)."""
     backend, lock = indexed
-    return SearchService(backend, embedder, lock, fusion=FusionSettings(method=fusion), **kwargs)
+    composed = {"default_top_k": SETTINGS.default_top_k, "graph": GraphDefaults.of(SETTINGS), "graph_searcher": backend}
+    return SearchService(backend, embedder, lock, fusion=FusionSettings(fusion, SETTINGS.hybrid_dense_weight), **{**composed, **kwargs})
 
 
 #: Paraphrases sharing no useful word with their document: BM25 misses them, dense finds them.
@@ -169,6 +176,23 @@ async def test_a_backend_that_drops_the_vectors_is_an_error_not_a_silent_null(in
         async def search_bm25(self, query, k, filters=None, *, access=None, with_vectors=False):
             return await backend.search_bm25(query, k, filters, access=access)  # ignores with_vectors
 
-    search = SearchService(NoVectors(), embedder, lock)
+    search = SearchService(
+        NoVectors(), embedder, lock, fusion=FusionSettings.of(SETTINGS), default_top_k=SETTINGS.default_top_k,  # type: ignore[arg-type]
+        graph=GraphDefaults.of(SETTINGS),
+    )
     with pytest.raises(RuntimeError, match="without their vectors"):
         await search.search(SearchRequest(query="waggle dance", mode="bm25", include_embeddings=True), CORP)
+
+
+async def test_abilities_the_backend_lacks_are_reported_not_looked_for(indexed, embedder):
+    # Without a graph searcher injected the graph flags are ignored and said to be; learned fusion
+    # without a candidate source refuses to run (the settings refuse that pairing before it gets here).
+    plain = service(indexed, embedder, graph_searcher=None)
+    request = SearchRequest(query="waggle dance", mode="bm25", top_k=2, graph=True, second_hop=True)
+    response = await plain.search(request, CORP)
+    assert response.timings_ms["graph_unavailable"] == 1 and "graph" not in response.timings_ms
+    assert [p.doc_id for p in response.passages][:1] == ["honeybees"]  # the first pass, as it was
+    model = FusionModel(("hop_z",), np.zeros(1), np.ones(1), np.ones(1), 0.0, {})
+    learned = service(indexed, embedder, learned=model)
+    with pytest.raises(RuntimeError, match="learned fusion needs the embedded backend"):
+        await learned.search(SearchRequest(query="waggle dance", mode="hybrid", top_k=2), CORP)

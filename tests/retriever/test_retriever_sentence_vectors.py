@@ -9,11 +9,13 @@ import pytest
 from rag_common.identity import Identity
 from rag_common.schemas import DocumentAcl, DocumentIn, SearchRequest
 from rag_common.sentence_vectors import chunk_pools, scorable_spans, sentence_context, sentence_texts, unpack
-from rag_retriever.backends.base import AccessFilter
+from rag_retriever.backends.base import AccessFilter, FusionSettings
 from rag_retriever.chunking import Chunker
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
-from rag_retriever.search_service import SearchService
+from rag_retriever.search_service import GraphDefaults, SearchService
+from rag_retriever.settings import RetrieverSettings
+from retriever_builders import embedded_ingestor
 
 RUNBOOK = "\n\n".join(
     [
@@ -59,7 +61,7 @@ def recording(embedder) -> RecordingEmbedder:
 
 def ingestor_for(backend, embedder, tokenizer, mode: str, *, template: str = "{text}") -> Ingestor:
     chunker = Chunker(tokenizer, chunk_tokens=60, chunk_overlap_tokens=15, embed_template=template, sentence_vectors=mode)
-    return Ingestor(backend, embedder, chunker, ReadWriteLock(), sentence_vectors=mode)
+    return embedded_ingestor(backend, embedder, chunker, sentence_vectors=mode)
 
 
 async def test_each_chunk_stores_the_vectors_of_the_strings_the_answerer_embeds(backend, recording, embedder, tokenizer):
@@ -130,7 +132,11 @@ async def test_turning_them_on_adds_them_on_re_ingest_without_re_embedding_the_c
 async def test_a_search_returns_them_exactly_and_only_when_asked(backend, embedder, tokenizer):
     await ingestor_for(backend, embedder, tokenizer, "embedded").ingest([DocumentIn(id="rb", text=RUNBOOK, title="Runbook")])
     stored = await backend.document_sentence_vectors("rb")
-    service = SearchService(backend, embedder, ReadWriteLock())
+    settings = RetrieverSettings()
+    service = SearchService(
+        backend, embedder, ReadWriteLock(), fusion=FusionSettings.of(settings), default_top_k=settings.default_top_k,
+        graph=GraphDefaults.of(settings), graph_searcher=backend,
+    )
     access = AccessFilter.of(Identity(tenant="default", user="ann"))
     for mode in ("dense", "bm25", "hybrid"):
         plain = await service.search(SearchRequest(query="rollback replica", mode=mode), access)
@@ -258,8 +264,6 @@ async def test_a_sentence_past_the_models_window_is_embedded_on_its_own(backend,
 
 
 def test_the_setting_reads_the_old_switch_as_pooled_or_off():
-    from rag_retriever.settings import RetrieverSettings
-
     assert RetrieverSettings().sentence_vectors == "pooled"
     assert [RetrieverSettings(sentence_vectors=value).sentence_vectors for value in (True, "true", False, "0", "embedded")] == [
         "pooled", "pooled", "off", "off", "embedded",

@@ -8,6 +8,7 @@ from rag_retriever.chunking import Chunker
 from rag_retriever.records import SourceDocument
 from rag_retriever.tables import Block, markdown_table, split_cells, split_tables
 from retriever_sample_files import big_table_markdown
+from retriever_builders import settings_chunker
 
 HEADER = "| Part number | Description | Price | Stock |\n| --- | --- | --- | --- |"
 
@@ -145,12 +146,12 @@ def test_plain_text_tables_are_kept_whole_like_markdown_ones(tokenizer, content_
     # pipe table in it is a table, as in the same text uploaded as .md.
     metadata = {"content_type": content_type} if content_type else {}
     text = "| a | b |\n| --- | --- |\n| 1 | 2 |"
-    [chunk] = Chunker(tokenizer).chunk_document(SourceDocument("notes.txt", text, metadata=metadata))
+    [chunk] = settings_chunker(tokenizer).chunk_document(SourceDocument("notes.txt", text, metadata=metadata))
     assert (chunk.text, chunk.table_id) == (text, "notes.txt:t0")
 
 
 def test_tables_in_other_stated_content_types_are_left_as_text(tokenizer):
     metadata = {"content_type": "text/x-log"}
     document = SourceDocument("notes.log", "| a | b |\n| --- | --- |\n| 1 | 2 |", metadata=metadata)
-    [chunk] = Chunker(tokenizer).chunk_document(document)
+    [chunk] = settings_chunker(tokenizer).chunk_document(document)
     assert chunk.table_id is None

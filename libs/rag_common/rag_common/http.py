@@ -46,12 +46,12 @@ _RETRIED_STATUSES = frozenset({502, 503})
 class RetryPolicy:
     """Retries of an idempotent call whose stage was unreachable (see the module docstring)."""
 
-    #: Attempts in all, the first included.
-    attempts: int = 3
+    #: Attempts in all, the first included (the gateway's ``retry_attempts``).
+    attempts: int
+    #: The longest wait between two attempts, seconds (the gateway's ``retry_max_wait_s``).
+    max_wait_s: float
     #: Scale of the backoff: the wait before retry ``n`` is uniform in ``[0, first_wait_s * 2**n]``.
     first_wait_s: float = 0.2
-    #: The longest wait between two attempts, seconds.
-    max_wait_s: float = 2.0
 
 
 def worth_retrying(exc: BaseException) -> bool:
@@ -165,10 +165,11 @@ class ServiceClient:
                     raise self.status_failure(source.response)
                 async for event in source.aiter_sse():
                     yield event
-        except httpx.HTTPError as exc:
-            raise self.transport_failure(path, exc) from exc
+        # SSEError (a 200 that is no event stream) subclasses httpx.TransportError: catch it first.
         except SSEError as exc:
             raise DependencyFailed(self.stage, "bad_response", str(exc)) from exc
+        except httpx.HTTPError as exc:
+            raise self.transport_failure(path, exc) from exc
 
     def status_failure(self, response: httpx.Response) -> DependencyFailed:
         """A 4xx/5xx answer as the failure it means: 4xx ``rejected``, 504 ``timeout``, else ``unavailable``."""

@@ -61,8 +61,9 @@ class LLMBusy(DependencyFailed):
 
 class LLMAdmission:
     def __init__(
-        self, service: str, *, slots: int, max_queue: int, expected_call_s: float, max_wait_s: float = 10.0
+        self, service: str, *, slots: int, max_queue: int, expected_call_s: float, max_wait_s: float
     ) -> None:
+        """The limits are ``LLMSettings``' (``slots``, ``max_queue``, ``expected_call_s``, ``max_queue_wait_s``)."""
         if slots < 1 or max_queue < 0 or expected_call_s <= 0 or max_wait_s <= 0:
             raise ValueError("slots >= 1, max_queue >= 0, expected_call_s > 0 and max_wait_s > 0 are required")
         self._service = service

@@ -120,7 +120,7 @@ def json_handler(stream: IO[str]) -> logging.Handler:
     return handler
 
 
-def configure_logging(level: str = "info", *, stream: IO[str] | None = None) -> logging.Handler:
+def configure_logging(level: str, *, stream: IO[str] | None = None) -> logging.Handler:
     """Make the root logger write JSON lines to ``stream`` (stderr), replacing its handlers.
 
     Called once by a service process before uvicorn starts (``rag_common.runner.serve``), so that

@@ -1,7 +1,8 @@
 """Wire schemas shared by every service.
 
-Every request and response that crosses a process boundary is one of these models, so a
-change to the contract between two services is a change in exactly one file.
+Every request and response that crosses a process boundary between two services is one of these
+models, so a change to the contract between two services is a change in exactly one file. The
+gateway's public API alone (chat, conversations, feedback) is the gateway's: ``rag_gateway.chat_models``.
 """
 
 from __future__ import annotations
@@ -234,55 +235,6 @@ class Citation(WireModel):
 
 
 # --------------------------------------------------------------------------- conversation
-
-
-#: A thumbs up or down on one answer.
-Rating = Literal["up", "down"]
-#: Upper bound on a feedback comment, in characters.
-MAX_FEEDBACK_COMMENT_CHARS = 2000
-
-
-class FeedbackRequest(WireModel):
-    """Body of ``POST /v1/conversations/{conversation_id}/turns/{turn_index}/feedback``."""
-
-    rating: Rating
-    comment: str | None = Field(default=None, max_length=MAX_FEEDBACK_COMMENT_CHARS)
-
-
-class Feedback(WireModel):
-    """The user's verdict on a turn's answer, stored with the turn (the latest one counts)."""
-
-    rating: Rating
-    comment: str | None = None
-    #: When it was given, Unix seconds.
-    created_at: float
-
-
-class Turn(WireModel):
-    """One stored exchange of a conversation: the user's own words, the standalone query that was
-    searched, the answer and the chunks it cites (``citations[].chunk_id``)."""
-
-    message: str
-    refined_query: str
-    answer: str
-    citations: list[Citation] = Field(default_factory=list)
-    abstained: bool = False
-    intent: Intent = "rag"
-    created_at: float
-    #: Names the turn in the query log (its record and any feedback record share it); None on turns
-    #: stored before it existed.
-    turn_id: str | None = None
-    #: Thumbs up/down on the answer, if the user gave one.
-    feedback: Feedback | None = None
-
-
-class FeedbackOut(WireModel):
-    """Answer of the feedback route: which turn now holds which feedback."""
-
-    conversation_id: str
-    turn_index: JsonInt
-    turn_id: str | None = None
-    feedback: Feedback
 
 
 class HistoryTurn(WireModel):
@@ -535,8 +487,20 @@ class StageReport(WireModel):
     detail: dict[str, Any] = Field(default_factory=dict)
 
 
+class RankedPassage(WireModel):
+    """One passage of the reranker's answer: which of the sent passages (``Passage.chunk_id``) and the
+    score the chain gave it. The caller already holds the passage itself."""
+
+    chunk_id: str
+    score: float
+
+
 class RerankResponse(WireModel):
-    passages: list[Passage]
+    """The reranker's decision, not the passages again: ``ranking`` names the kept passages by id, in
+    final order, with their new scores (the caller applies it with :meth:`ranked_passages`)."""
+
+    #: The ``top_k`` kept passages, best first (ties keep their input order).
+    ranking: list[RankedPassage]
     #: The stages that ran, in order, e.g. ``["cross_encoder", "diffusion"]``.
     stages: list[str]
     timings_ms: dict[str, float] = Field(default_factory=dict)
@@ -544,6 +508,25 @@ class RerankResponse(WireModel):
     reports: list[StageReport] = Field(default_factory=list)
     #: True when a stage failed and was bypassed (the order before it was kept).
     degraded: bool = False
+
+    def ranked_passages(self, sent: list[Passage]) -> list[Passage]:
+        """``sent`` (the request's passages, or the caller's fuller copies of them) in the ranking's
+        order, each with its new score and every other field as the caller holds it.
+
+        Raises ``ValueError`` when the ranking names a passage that was not sent, or one passage
+        twice: the reranker broke the contract, and its order cannot be trusted.
+        """
+        by_id = {passage.chunk_id: passage for passage in sent}
+        ranked: list[Passage] = []
+        seen: set[str] = set()
+        for item in self.ranking:
+            if item.chunk_id not in by_id:
+                raise ValueError(f"the ranking names chunk {item.chunk_id!r}, which was not sent")
+            if item.chunk_id in seen:
+                raise ValueError(f"the ranking names chunk {item.chunk_id!r} twice")
+            seen.add(item.chunk_id)
+            ranked.append(by_id[item.chunk_id].model_copy(update={"score": item.score}))
+        return ranked
 
 
 # --------------------------------------------------------------------------- generator
@@ -583,77 +566,7 @@ class GenerateResponse(WireModel):
     degraded: list[str] = Field(default_factory=list)
 
 
-# --------------------------------------------------------------------------- gateway
-
-
-class ChatRequest(WireModel):
-    conversation_id: ConversationId | None = None
-    message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, json_schema_extra=NOT_BLANK)
-    top_k: JsonInt | None = Field(default=None, ge=1, le=MAX_TOP_K)
-    #: Search with a hypothetical answer (HyDE) instead of the query; ``None`` = the gateway default.
-    hyde: bool | None = None
-
-    @field_validator("message")
-    @classmethod
-    def message_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("message is blank")
-        return value
-
-
-class ChatResponse(WireModel):
-    conversation_id: str
-    answer: str
-    citations: list[Citation]
-    refined_query: str
-    abstained: bool
-    timings_ms: dict[str, float]
-    #: Stages that failed and were bypassed without losing the request, e.g. ``["rerank: ..."]``.
-    degraded: list[str] = Field(default_factory=list)
-    intent: Intent = "rag"
-    citation_precision: float | None = None
-    #: Which mode wrote the answer (``generative`` or ``extractive``); None for canned replies and abstentions.
-    answer_mode: AnswerMode | None = None
-    #: The answerability gate's probability that the documents answer the question.
-    answerability: float | None = None
-    #: Claims of the model dropped by the support check.
-    claims_dropped: JsonInt = 0
-    #: Why the answer is an abstention, when it is (``not_answerable``, ``no_passages``,
-    #: ``no_supported_claim``, ``out_of_scope``, ...); empty otherwise.
-    abstain_reason: str = ""
-
-
-class ConversationOut(WireModel):
-    conversation_id: str
-    turns: list[Turn]
-
-
-class ConversationSummary(WireModel):
-    """One entry of the caller's conversation list."""
-
-    conversation_id: str
-    title: str = Field(description="The conversation's first question (cut to 80 characters).")
-    turns: JsonInt = Field(description="Stored turns.")
-    updated_at: float = Field(description="Time of the last turn, seconds since the epoch.")
-
-
-class ConversationList(WireModel):
-    """The caller's live conversations, the most recent first (at most 100)."""
-
-    conversations: list[ConversationSummary]
-
-
-class SourceChunk(WireModel):
-    """A chunk as a turn of a conversation cited it: ``text[citation.start:citation.end]`` is the
-    citation's quote."""
-
-    chunk_id: str
-    doc_id: str
-    title: str = ""
-    source: str = ""
-    page: JsonInt | None = None
-    section_path: list[str] = Field(default_factory=list)
-    text: str
+# --------------------------------------------------------------------------- every service
 
 
 class Readiness(WireModel):

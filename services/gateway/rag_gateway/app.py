@@ -20,25 +20,20 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.errors import RagError
 from rag_common.identity import Identity, Scope
-from rag_common.schemas import (
-    ChatRequest,
-    ChatResponse,
-    ConversationId,
-    ConversationList,
-    ConversationOut,
-    DocumentDeleted,
-    DocumentId,
-    DocumentList,
-    FeedbackOut,
-    FeedbackRequest,
-    IngestRequest,
-    IngestResponse,
-    SourceChunk,
-)
+from rag_common.schemas import ConversationId, DocumentDeleted, DocumentId, DocumentList, IngestRequest, IngestResponse
 from rag_common.service import create_service_app, declares_document_access, error_responses, status_for
 from rag_common.telemetry import bind_tenant
 from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
 from rag_gateway.authentication import require_scope
+from rag_gateway.chat_models import (
+    ChatRequest,
+    ChatResponse,
+    ConversationList,
+    ConversationOut,
+    FeedbackOut,
+    FeedbackRequest,
+    SourceChunk,
+)
 from rag_gateway.chat_service import ChatService, StreamEvent
 from rag_gateway.document_service import DocumentService, Relayed
 from rag_gateway.rate_limits import RequestKind

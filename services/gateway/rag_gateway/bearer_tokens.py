@@ -10,12 +10,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 from pydantic import ValidationError
 
 from rag_common.identity import ALL_SCOPES, Identity, Scope
+
+if TYPE_CHECKING:
+    from rag_gateway.settings import GatewaySettings
 
 
 class InvalidToken(Exception):
@@ -25,16 +28,26 @@ class InvalidToken(Exception):
 @dataclass(frozen=True)
 class ClaimMapping:
     """Which claims hold the identity. ``scopes_claim`` may be a space-separated string (OAuth's
-    ``scope``) or a list; only the product's scopes (chat, ingest, admin) are kept from it."""
+    ``scope``) or a list; only the product's scopes (chat, ingest, admin) are kept from it. The
+    claims' names have no defaults of their own: ``of(settings)``, whose ``jwt_*`` fields are the one
+    source."""
 
-    tenant_claim: str = "tenant"
-    user_claim: str = "sub"
-    groups_claim: str = "groups"
-    scopes_claim: str = "scope"
+    tenant_claim: str
+    user_claim: str
+    groups_claim: str
+    scopes_claim: str
     #: The tenant of a token without the tenant claim; None = such a token is refused.
-    default_tenant: str | None = None
+    default_tenant: str | None
     #: The scopes of a token whose scope claim names none of the product's.
     default_scopes: Sequence[Scope] = field(default_factory=lambda: ("chat",))
+
+    @classmethod
+    def of(cls, settings: GatewaySettings) -> ClaimMapping:
+        return cls(
+            tenant_claim=settings.jwt_tenant_claim, user_claim=settings.jwt_user_claim,
+            groups_claim=settings.jwt_groups_claim, scopes_claim=settings.jwt_scopes_claim,
+            default_tenant=settings.jwt_default_tenant,
+        )
 
 
 class JwtVerifier:
@@ -43,12 +56,13 @@ class JwtVerifier:
         *,
         issuer: str,
         audience: str,
+        algorithms: Sequence[str],
+        claims: ClaimMapping,
         jwks_url: str | None = None,
         public_key: str | None = None,
-        algorithms: Sequence[str] = ("RS256",),
-        claims: ClaimMapping | None = None,
         leeway_s: float = 30.0,
     ) -> None:
+        """``algorithms`` and ``claims``: the settings' (``jwt_algorithms``, ``ClaimMapping.of``)."""
         if (jwks_url is None) == (public_key is None):
             raise ValueError("configure exactly one of jwks_url and public_key")
         self._issuer = issuer
@@ -56,7 +70,7 @@ class JwtVerifier:
         self._jwks = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300) if jwks_url else None
         self._public_key = public_key
         self._algorithms = list(algorithms)
-        self._claims = claims or ClaimMapping()
+        self._claims = claims
         self._leeway_s = leeway_s
 
     async def verify(self, token: str) -> Identity:

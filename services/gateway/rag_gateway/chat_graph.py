@@ -28,9 +28,15 @@ A degrading node lists what failed and what stood in under ``degraded``; a faili
 writer) never runs for a failed request and the conversation is left untouched. Generation is
 never retried: a second call after a lost answer could only race the first into a duplicate turn.
 
-With ``stream`` set in the state, generate calls the generator's SSE endpoint and passes each
+The state is typed (:class:`~rag_gateway.chat_state.ChatState`): the chat service puts the resolved
+request in, each node returns an update of the fields it sets, and save_turn, the last node, builds
+the one :class:`~rag_gateway.chat_state.ChatResult` the stored turn, the response and the query-log
+record are all derived from. What the request does not say comes from the one
+:class:`~rag_gateway.chat_policy.ChatPolicy`.
+
+With ``stream`` set in the request, generate calls the generator's SSE endpoint and passes each
 answer delta to LangGraph's custom stream (``{"token": text}``); the reply nodes pass their whole
-answer the same way. ``graph.astream(..., stream_mode=["updates", "custom", "values"])`` then
+answer the same way. ``graph.astream(..., stream_mode=["custom", "values"])`` then
 yields the tokens as they come, and save_turn still runs only after the generator's final event.
 
 With ``conversation_id`` None the graph is stateless (the OpenAI-compatible endpoint): the
@@ -41,13 +47,11 @@ from __future__ import annotations
 
 import functools
 import logging
-import operator
 import re
 import time
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
@@ -55,8 +59,8 @@ from prometheus_client import Histogram
 
 from rag_common import log_format
 from rag_common.errors import DependencyFailed
-from rag_common.history import HistoryWindow, cut_history
-from rag_common.identity import Identity, identity_headers
+from rag_common.history import cut_history
+from rag_common.identity import identity_headers
 from rag_common.http import ServiceClient
 from rag_common.telemetry import tracer_provider
 from rag_common.schemas import (
@@ -64,19 +68,18 @@ from rag_common.schemas import (
     GenerateResponse,
     HistoryTurn,
     Intent,
-    Passage,
     RefineRequest,
     RefineResponse,
     RerankRequest,
     RerankResponse,
-    SearchMode,
     SearchRequest,
     SearchResponse,
-    Turn,
 )
+from rag_gateway.chat_models import Turn
+from rag_gateway.chat_policy import ChatPolicy
+from rag_gateway.chat_state import ChatResult, ChatState
 from rag_gateway.conversation_access import ConversationAccess
 from rag_gateway.conversation_store import ConversationStore, owned_conversation, source_of
-from rag_gateway.settings import search_depth
 from rag_gateway.generator_stream import Token, generation_events
 from rag_gateway.stage_fallbacks import answer_without_generator, describe_failure, refine_without_refiner
 
@@ -90,33 +93,6 @@ STAGE_SECONDS = Histogram(
 )
 
 
-class ChatState(TypedDict, total=False):
-    #: None: stateless (no Redis read or write); the conversation so far is ``transcript``.
-    conversation_id: str | None
-    #: Who asks: sent to the retriever (``X-RAG-Identity``), which searches only what it may read;
-    #: its ``owner_key`` is part of the conversation's Redis key (:func:`conversation_key`).
-    identity: Identity
-    message: str
-    top_k: int
-    hyde: bool
-    #: Stream the generation (custom stream events ``{"token": text}``).
-    stream: bool
-    transcript: list[Turn]
-    #: What the refiner and generator get: the recent turns that fit the token budget.
-    history: list[HistoryTurn]
-    refined: RefineResponse
-    candidates: list[Passage]
-    passages: list[Passage]
-    query_embedding: list[float] | None
-    rerank_stages: list[str]
-    degraded: Annotated[list[str], operator.add]
-    generation: GenerateResponse
-    turn: Turn
-    #: Where save_turn stored the turn (0-based, as GET /v1/conversations/{id} lists them).
-    turn_index: int
-    timings_ms: Annotated[dict[str, float], operator.or_]
-
-
 @dataclass
 class ChatServices:
     refiner: ServiceClient
@@ -127,30 +103,6 @@ class ChatServices:
     #: Earlier turns as the caller may see them now (an answer citing a document it can no longer
     #: read is withheld from the history the models get, as from what it is shown).
     access: ConversationAccess
-
-
-@dataclass(frozen=True)
-class Replies:
-    """The fixed texts of the branches that need no LLM (``GATEWAY_*_REPLY``; defaults in settings)."""
-
-    chitchat: str
-    thanks: str
-    out_of_scope: str
-
-
-@dataclass(frozen=True)
-class ChatPolicy:
-    #: What the refiner and generator see of the conversation (cut once, here).
-    history: HistoryWindow
-    retrieval_candidates: int
-    search_mode: SearchMode
-    #: Ask the retriever for stored embeddings and hand them to the reranker (diffusion and gMMR
-    #: need them; otherwise the reranker re-embeds every candidate).
-    pass_embeddings: bool
-    #: Ask the retriever for the candidates' stored sentence vectors and hand them to the generator
-    #: (not to the reranker): answering then embeds no sentence.
-    pass_sentence_vectors: bool
-    replies: Replies
 
 
 #: The node each intent leads to after refine.
@@ -232,23 +184,26 @@ def traced_node(name: str, node: Node) -> Node:
 
 
 def conversation_key(state: ChatState) -> str:
-    return owned_conversation(state["identity"].owner_key, state["conversation_id"])
+    request = state.request
+    if request.conversation_id is None:
+        raise RuntimeError("a stateless chat request has no conversation in the store")
+    return owned_conversation(request.identity.owner_key, request.conversation_id)
 
 
 def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
-    """Compile the graph; ``await graph.ainvoke({"conversation_id", "message", "top_k"})``."""
+    """Compile the graph; ``await graph.ainvoke(ChatState(request=ChatInput(...)))``."""
 
     async def load_history(state: ChatState) -> dict[str, Any]:
         degraded: list[str] = []
         with _Timer("history") as timer:
             turns = policy.history.turns
-            if state.get("conversation_id") is None:
-                recent = state.get("transcript", [])[-turns:] if turns else []
+            if state.request.conversation_id is None:
+                recent = list(state.request.transcript[-turns:]) if turns else []
             elif turns:
                 key = conversation_key(state)
                 recent = await services.store.turns(key, last=turns)
                 try:
-                    recent = await services.access.visible(state["identity"], key, recent)
+                    recent = await services.access.visible(state.request.identity, key, recent)
                 except DependencyFailed as exc:
                     # Degrades, fails closed: without the readable check no earlier answer that cites
                     # anything reaches the models (the retrieve node will say if the retriever is down).
@@ -265,40 +220,46 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             try:
                 refined = await services.refiner.post(
                     "/v1/refine",
-                    RefineRequest(message=state["message"], history=state["history"], hyde=state.get("hyde", False)),
+                    RefineRequest(message=state.request.message, history=state.history, hyde=state.request.hyde),
                     RefineResponse,
                     idempotent=True,
                 )
             except DependencyFailed as exc:
                 logger.warning("refiner bypassed, appending the previous question: %s", exc)
-                refined = refine_without_refiner(state["message"], state["history"])
+                refined = refine_without_refiner(state.request.message, state.history)
                 degraded.append(describe_failure(exc, "searched with the message and the previous question"))
         return {"refined": refined, "degraded": degraded, "timings_ms": timer.ms}
 
     def route_intent(state: ChatState) -> Intent:
-        return state["refined"].intent
+        return state.refinement().intent
 
     async def retrieve(state: ChatState) -> dict[str, Any]:
-        refined = state["refined"]
+        refined = state.refinement()
+        # HyDE, decided here once: search with the hypothetical answer; rerank and generate keep the query.
+        hyde = bool(refined.hyde_query)
         with _Timer("retrieve") as timer:
             result = await services.retriever.post(
                 "/v1/search",
                 SearchRequest(
-                    # HyDE: search with the hypothetical answer; rerank and generate keep the query.
-                    query=refined.hyde_query or refined.query,
-                    top_k=search_depth(policy.retrieval_candidates, state["top_k"]),
+                    query=refined.hyde_query if hyde else refined.query,
+                    top_k=policy.search_depth(state.request.top_k),
                     mode=policy.search_mode,
                     include_embeddings=policy.pass_embeddings,
                     include_sentence_vectors=policy.pass_sentence_vectors,
                 ),
                 SearchResponse,
                 idempotent=True,
-                headers=identity_headers(state["identity"]),
+                headers=identity_headers(state.request.identity),
             )
-        return {"candidates": result.passages, "query_embedding": result.query_embedding, "timings_ms": timer.ms}
+        return {
+            "candidates": result.passages,
+            "query_embedding": result.query_embedding,
+            "searched_hyde": hyde,
+            "timings_ms": timer.ms,
+        }
 
     async def rerank(state: ChatState) -> dict[str, Any]:
-        candidates, top_k = state["candidates"], state["top_k"]
+        candidates, top_k = state.candidates, state.request.top_k
         degraded: list[str] = []
         with _Timer("rerank") as timer:
             if not candidates:
@@ -308,51 +269,46 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     result = await services.reranker.post(
                         "/v1/rerank",
                         RerankRequest(
-                            query=state["refined"].query,
+                            query=state.refinement().query,
                             # The reranker has no use for sentence vectors: they wait here.
                             passages=[p.model_copy(update={"sentence_vectors": None}) for p in candidates],
                             top_k=top_k,
-                            query_embedding=state.get("query_embedding"),
+                            query_embedding=state.query_embedding,
                         ),
                         RerankResponse,
                         idempotent=True,
                     )
+                    # The reranker answers ids and scores: our own candidates, in its order, keep their
+                    # stored vectors (the generator scores sentences with them).
+                    try:
+                        passages = result.ranked_passages(candidates)
+                    except ValueError as exc:  # an id not sent, or one twice: its order cannot be trusted
+                        raise DependencyFailed("reranker", "bad_response", str(exc)) from exc
                 except DependencyFailed as exc:
                     logger.warning("rerank bypassed, keeping the retriever's order: %s", exc)
                     passages, stages = candidates[:top_k], []
                     degraded.append(describe_failure(exc, "kept the retriever's order"))
                 else:
-                    passages, stages = result.passages, result.stages
+                    stages = result.stages
                     degraded.extend(
                         f"reranker stage {r.name} failed: {r.reason}"[:300] for r in result.reports if r.status == "failed"
                     )
-        # The reranker returns no vectors; the generator reuses the stored ones to score sentences.
-        stored = {p.chunk_id: p for p in candidates}
-        passages = [
-            p.model_copy(
-                update={
-                    "embedding": stored[p.chunk_id].embedding if p.chunk_id in stored else None,
-                    "sentence_vectors": stored[p.chunk_id].sentence_vectors if p.chunk_id in stored else None,
-                }
-            )
-            for p in passages
-        ]
         return {"passages": passages, "rerank_stages": stages, "degraded": degraded, "timings_ms": timer.ms}
 
     async def generate(state: ChatState) -> dict[str, Any]:
-        refined = state["refined"]
+        refined = state.refinement()
         request = GenerateRequest(
             query=refined.query,
             # Stored vectors travel on: the generator then embeds only the sentences it scores. The
             # query's vector is the search's, so only when the search used the query (not HyDE).
-            passages=state["passages"],
-            history=state["history"],
-            query_embedding=None if refined.hyde_query else state.get("query_embedding"),
+            passages=state.passages,
+            history=state.history,
+            query_embedding=None if state.searched_hyde else state.query_embedding,
         )
         timings: dict[str, float] = {}
         with _Timer("generate") as timer:
             try:
-                if state.get("stream"):
+                if state.request.stream:
                     generation = None
                     async for item in generation_events(services.generator, request):
                         if isinstance(item, Token):
@@ -370,7 +326,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                 if exc.kind in ("overloaded", "rejected") or "first_token" in timings:
                     raise
                 logger.warning("generator bypassed, quoting the top passages: %s", exc)
-                generation = answer_without_generator(refined.query, state["passages"])
+                generation = answer_without_generator(refined.query, state.passages)
                 generation = generation.model_copy(
                     update={"degraded": [describe_failure(exc, "quoted the best-matching sentence of the top passages")]}
                 )
@@ -379,14 +335,14 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
 
     async def chitchat(state: ChatState) -> dict[str, Any]:
         replies = policy.replies
-        answer = replies.thanks if _THANKS.search(state["message"]) else replies.chitchat
+        answer = replies.thanks if _THANKS.search(state.request.message) else replies.chitchat
         _emit(answer)
         return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False)}
 
     async def meta(state: ChatState) -> dict[str, Any]:
         with _Timer("meta") as timer:
-            if state.get("conversation_id") is None:
-                turns = state.get("transcript", [])
+            if state.request.conversation_id is None:
+                turns = list(state.request.transcript)
             else:
                 turns = await services.store.turns(conversation_key(state))
         answer = describe_conversation(turns)
@@ -400,24 +356,14 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         return {"generation": generation}
 
     async def save_turn(state: ChatState) -> dict[str, Any]:
-        generation = state["generation"]
-        turn = Turn(
-            message=state["message"],
-            refined_query=state["refined"].query,
-            answer=generation.answer,
-            citations=generation.citations,
-            abstained=generation.abstained,
-            intent=state["refined"].intent,
-            created_at=time.time(),
-            turn_id=uuid.uuid4().hex,
-        )
-        if state.get("conversation_id") is None:
-            return {"turn": turn}
-        cited = {citation.chunk_id for citation in generation.citations}
-        sources = [source_of(p) for p in state.get("passages", []) if p.chunk_id in cited]
+        result = ChatResult.of(state)
+        if state.request.conversation_id is None:
+            return {"result": result}
+        cited = {citation.chunk_id for citation in result.generation.citations}
+        sources = [source_of(p) for p in state.passages if p.chunk_id in cited]
         with _Timer("save") as timer:
-            index = await services.store.append(conversation_key(state), turn, sources)
-        return {"turn": turn, "turn_index": index, "timings_ms": timer.ms}
+            index = await services.store.append(conversation_key(state), result.to_turn(), sources)
+        return {"result": result.stored_at(index), "timings_ms": timer.ms}
 
     builder = StateGraph(ChatState)
     for name, node in [

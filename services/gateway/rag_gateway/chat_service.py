@@ -3,7 +3,8 @@
 ``chat`` answers in one piece; ``stream`` yields :class:`StreamEvent`s (``meta``, ``token``...,
 then ``final`` or ``error``) for the SSE and OpenAI-compatible streaming endpoints. Both run the
 same graph (rag_gateway/chat_graph.py). ``complete`` / ``complete_stream`` are the stateless
-variants: the conversation so far comes with the request and nothing is stored.
+variants: the conversation so far comes with the request and nothing is stored. Every path builds
+its response and its query-log record from the graph's one :class:`ChatResult`.
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from rag_common.errors import NotFound, RagError
 from rag_common.identity import Identity
-from rag_common.schemas import (
+from rag_gateway.chat_models import (
     ChatRequest,
     ChatResponse,
     ConversationList,
@@ -29,6 +30,8 @@ from rag_common.schemas import (
     SourceChunk,
     Turn,
 )
+from rag_gateway.chat_policy import ChatPolicy
+from rag_gateway.chat_state import ChatInput, ChatResult, ChatState
 from rag_gateway.conversation_access import ConversationAccess
 from rag_gateway.conversation_store import ConversationStore, owned_conversation
 from rag_gateway.query_log import Endpoint, QueryLogWriter, feedback_record, turn_record
@@ -61,16 +64,14 @@ class ChatService:
         graph: Any,
         store: ConversationStore,
         *,
-        default_top_k: int,
-        hyde_default: bool,
+        policy: ChatPolicy,
         access: ConversationAccess,
         query_log: QueryLogWriter | None = None,
     ) -> None:
         self._graph = graph
         self._store = store
         self._access = access
-        self._default_top_k = default_top_k
-        self._hyde_default = hyde_default
+        self._policy = policy
         self._query_log = query_log
 
     async def start_conversation(self, identity: Identity, conversation_id: str | None) -> str:
@@ -89,22 +90,19 @@ class ChatService:
         top_k: int | None,
         hyde: bool | None,
         *,
-        transcript: list[Turn] | None = None,
+        transcript: Sequence[Turn] = (),
         stream: bool = False,
-    ) -> dict[str, Any]:
-        state: dict[str, Any] = {
-            "identity": identity,
-            "conversation_id": conversation_id,
-            "message": message,
-            "top_k": top_k or self._default_top_k,
-            "hyde": self._hyde_default if hyde is None else hyde,
-            "stream": stream,
-            "timings_ms": {},
-            "degraded": [],
-        }
-        if transcript is not None:
-            state["transcript"] = transcript
-        return state
+    ) -> ChatState:
+        request = ChatInput(
+            identity=identity,
+            conversation_id=conversation_id,
+            message=message,
+            top_k=self._policy.top_k(top_k),
+            hyde=self._policy.hyde(hyde),
+            stream=stream,
+            transcript=tuple(transcript),
+        )
+        return ChatState(request=request)
 
     async def chat(self, identity: Identity, request: ChatRequest) -> ChatResponse:
         started = time.perf_counter()
@@ -147,51 +145,54 @@ class ChatService:
         async for event in self._stream(state, started, "completions_stream"):
             yield event
 
-    async def _run(self, state_in: dict[str, Any], started: float, endpoint: Endpoint) -> ChatResponse:
-        state = await self._graph.ainvoke(state_in)
-        response = _response(state, started)
-        self._log_turn(state, response, endpoint)
+    async def _run(self, state_in: ChatState, started: float, endpoint: Endpoint) -> ChatResponse:
+        return self._finish(ChatState.of(await self._graph.ainvoke(state_in)), started, endpoint)
+
+    def _finish(self, state: ChatState, started: float, endpoint: Endpoint) -> ChatResponse:
+        """The response of the graph's final ``state``, its query-log record queued: both from its one result."""
+        result = state.finished()
+        timings = state.timings_with_total(started)
+        response = result.to_response(timings)
+        self._log_turn(result, timings, endpoint)
         return response
 
-    def _log_turn(self, state: dict[str, Any], response: ChatResponse, endpoint: Endpoint) -> None:
+    def _log_turn(self, result: ChatResult, timings_ms: dict[str, float], endpoint: Endpoint) -> None:
         """Queue the turn's query-log record. Never raises and never waits: the answer is what counts."""
         if self._query_log is None:
             return
         try:
-            record = turn_record(state, endpoint=endpoint, timings_ms=response.timings_ms, salt=self._query_log.salt)
+            record = turn_record(result, endpoint=endpoint, timings_ms=timings_ms, salt=self._query_log.salt)
         except Exception:  # noqa: BLE001 - a log record must not cost the user the answer
             logger.exception("query log: the turn's record could not be built")
             self._query_log.drop_unbuildable()
             return
         self._query_log.submit(record)
 
-    async def _stream(self, state_in: dict[str, Any], started: float, endpoint: Endpoint) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, state_in: ChatState, started: float, endpoint: Endpoint) -> AsyncIterator[StreamEvent]:
         """Run the graph streamed: ``meta`` once refine is done, ``token`` per answer delta, then
         always one of ``final`` (after the turn is saved) or ``error`` (nothing saved, unless the
         failure came after the save). Only a client that hung up gets neither."""
-        state: dict[str, Any] = {}
+        state = state_in
         try:
-            async with aclosing(
-                self._graph.astream(state_in, stream_mode=["updates", "custom", "values"])
-            ) as events:
+            async with aclosing(self._graph.astream(state_in, stream_mode=["custom", "values"])) as events:
                 async for mode, chunk in events:
                     if mode == "custom":
                         yield StreamEvent("token", {"text": chunk["token"]})
-                    elif mode == "values":
-                        state = chunk
-                    elif "refine" in chunk:
-                        refined = chunk["refine"]["refined"]
+                        continue
+                    refined_before = state.refined
+                    state = ChatState.of(chunk)
+                    # The state after refine's step comes before any token of the step that answers.
+                    if refined_before is None and state.refined is not None:
                         yield StreamEvent(
                             "meta",
                             {
-                                "conversation_id": state_in["conversation_id"],
-                                "refined_query": refined.query,
-                                "intent": refined.intent,
+                                "conversation_id": state.request.conversation_id,
+                                "refined_query": state.refined.query,
+                                "intent": state.refined.intent,
                             },
                         )
             # Built inside the try: a failure here, after the headers went out, is an error event too.
-            final = _response(state, started)
-            self._log_turn(state, final, endpoint)
+            final = self._finish(state, started, endpoint)
         except RagError as exc:
             yield StreamEvent("error", exc)
             return
@@ -257,23 +258,3 @@ class ChatService:
         if not deleted:
             raise ConversationNotFound(conversation_id)
 
-
-def _response(state: dict[str, Any], started: float) -> ChatResponse:
-    timings = dict(state["timings_ms"])
-    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-    generation = state["generation"]
-    return ChatResponse(
-        conversation_id=state.get("conversation_id") or "",
-        answer=generation.answer,
-        citations=generation.citations,
-        refined_query=state["refined"].query,
-        abstained=generation.abstained,
-        timings_ms=timings,
-        degraded=state.get("degraded", []),
-        intent=state["refined"].intent,
-        citation_precision=generation.citation_precision,
-        answer_mode=generation.mode,
-        answerability=generation.answerability,
-        claims_dropped=generation.claims_dropped,
-        abstain_reason=generation.abstain_reason if generation.abstained else "",
-    )

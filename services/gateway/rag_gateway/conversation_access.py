@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_common.identity import Identity
-from rag_common.schemas import SourceChunk, Turn
+from rag_gateway.chat_models import SourceChunk, Turn
 from rag_gateway.conversation_store import ConversationStore
 from rag_gateway.document_service import DocumentService
 

@@ -27,7 +27,8 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError, WatchError
 
 from rag_common.errors import DependencyFailed
-from rag_common.schemas import ConversationSummary, Feedback, Passage, SourceChunk, Turn
+from rag_common.schemas import Passage
+from rag_gateway.chat_models import ConversationSummary, Feedback, SourceChunk, Turn
 
 KEY_PREFIX = "rag:conversation:"
 INDEX_PREFIX = "rag:conversations:"

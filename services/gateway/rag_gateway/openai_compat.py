@@ -28,8 +28,9 @@ from fastapi.sse import format_sse_event
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from rag_common.errors import RagError
-from rag_common.schemas import MAX_MESSAGE_CHARS, MAX_TOP_K, NOT_BLANK, JsonInt, ChatResponse, Citation, Turn
+from rag_common.schemas import MAX_MESSAGE_CHARS, MAX_TOP_K, NOT_BLANK, Citation, JsonInt
 from rag_common.service import status_for
+from rag_gateway.chat_models import ChatResponse, Turn
 from rag_gateway.chat_service import StreamEvent
 
 SOURCES_HEADER = "Sources:"

@@ -36,8 +36,9 @@ from prometheus_client import Counter, Gauge
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag_common.identity import Identity
-from rag_common.schemas import Feedback, Turn
 from rag_common.telemetry import trace_id_of_current_span
+from rag_gateway.chat_models import Feedback, Turn
+from rag_gateway.chat_state import ChatResult
 
 
 logger = logging.getLogger(__name__)
@@ -109,32 +110,30 @@ def _iso(seconds: float) -> str:
 
 
 def turn_record(
-    state: Mapping[str, Any],
+    result: ChatResult,
     *,
     endpoint: Endpoint,
     timings_ms: Mapping[str, float],
     salt: str,
     now: float | None = None,
 ) -> QueryLogRecord:
-    """The record of a finished chat turn, from the chat graph's final state."""
-    identity: Identity = state["identity"]
-    generation = state["generation"]
-    refined = state["refined"]
-    turn: Turn | None = state.get("turn")
-    turn_id = (turn.turn_id if turn is not None else None) or uuid.uuid4().hex
-    degraded = list(state.get("degraded", []))
+    """The record of a finished chat turn, from its result (as the stored turn and the response are)."""
+    identity = result.identity
+    generation = result.generation
+    refined = result.refined
+    degraded = list(result.degraded)
     return QueryLogRecord(
         timestamp=_iso(time.time() if now is None else now),
         event="turn",
-        record_id=turn_id,
-        turn_id=turn_id,
-        conversation_id=state.get("conversation_id"),
-        turn_index=state.get("turn_index"),
+        record_id=result.turn_id,
+        turn_id=result.turn_id,
+        conversation_id=result.conversation_id,
+        turn_index=result.turn_index,
         endpoint=endpoint,
         tenant=identity.tenant,
         user_hash=user_hash(identity, salt),
         trace_id=trace_id_of_current_span(),
-        question=state["message"],
+        question=result.message,
         refined_query=refined.query,
         intent=refined.intent,
         answer=generation.answer,
@@ -256,7 +255,7 @@ class QueryLogWriter:
         *,
         queue_size: int,
         batch_size: int,
-        salt: str = "",
+        salt: str,
         drain_timeout_s: float = 5.0,
     ) -> None:
         self.sink = sink

@@ -19,16 +19,14 @@ from opensearchpy.helpers import async_bulk
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_PREFIX = "rag-query-logs"
 
-
-def index_for(record: Mapping[str, Any], prefix: str = DEFAULT_PREFIX) -> str:
+def index_for(record: Mapping[str, Any], prefix: str) -> str:
     """``{prefix}-YYYY.MM.DD`` of the record's ``@timestamp`` (ISO 8601, UTC)."""
     day = str(record["@timestamp"])[:10]  # YYYY-MM-DD
     return f"{prefix}-{day.replace('-', '.')}"
 
 
-def bulk_actions(records: Sequence[Mapping[str, Any]], prefix: str = DEFAULT_PREFIX) -> Iterator[dict[str, Any]]:
+def bulk_actions(records: Sequence[Mapping[str, Any]], prefix: str) -> Iterator[dict[str, Any]]:
     """The bulk helper's actions: ``index`` into the record's day, ``_id`` = ``record_id``."""
     for record in records:
         yield {"_op_type": "index", "_index": index_for(record, prefix), "_id": record["record_id"], "_source": dict(record)}
@@ -44,7 +42,8 @@ class QueryLogWriteError(RuntimeError):
 
 
 class OpenSearchQueryLogSink:
-    def __init__(self, client: AsyncOpenSearch, *, prefix: str = DEFAULT_PREFIX, chunk_size: int = 500) -> None:
+    def __init__(self, client: AsyncOpenSearch, *, prefix: str, chunk_size: int) -> None:
+        """``prefix``, ``chunk_size``: the settings' ``query_log_index_prefix`` and ``query_log_batch_size``."""
         self._client = client
         self._prefix = prefix
         self._chunk_size = chunk_size

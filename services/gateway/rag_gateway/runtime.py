@@ -25,7 +25,8 @@ from rag_gateway.api_keys import ApiKeyStore
 from rag_gateway.audit_log import AuditLog
 from rag_gateway.authentication import Authenticator
 from rag_gateway.bearer_tokens import ClaimMapping, JwtVerifier
-from rag_gateway.chat_graph import ChatPolicy, ChatServices, Replies, build_chat_graph
+from rag_gateway.chat_graph import ChatServices, build_chat_graph
+from rag_gateway.chat_policy import ChatPolicy
 from rag_gateway.chat_service import ChatService
 from rag_gateway.conversation_access import ConversationAccess
 from rag_gateway.conversation_store import ConversationStore
@@ -62,21 +63,6 @@ class GatewayRuntime:
         return checks
 
 
-def chat_policy(settings: GatewaySettings) -> ChatPolicy:
-    return ChatPolicy(
-        history=settings.history_window(),
-        retrieval_candidates=settings.retrieval_candidates,
-        search_mode=settings.search_mode,
-        pass_embeddings=settings.pass_embeddings,
-        pass_sentence_vectors=settings.pass_sentence_vectors,
-        replies=Replies(
-            chitchat=settings.chitchat_reply,
-            thanks=settings.thanks_reply,
-            out_of_scope=settings.out_of_scope_reply,
-        ),
-    )
-
-
 def jwt_verifier(settings: GatewaySettings) -> JwtVerifier | None:
     """The bearer-token verifier when an issuer is configured; a half configuration fails at start."""
     if settings.jwt_issuer is None:
@@ -89,13 +75,7 @@ def jwt_verifier(settings: GatewaySettings) -> JwtVerifier | None:
         jwks_url=settings.jwt_jwks_url,
         public_key=settings.jwt_public_key,
         algorithms=settings.jwt_algorithms,
-        claims=ClaimMapping(
-            tenant_claim=settings.jwt_tenant_claim,
-            user_claim=settings.jwt_user_claim,
-            groups_claim=settings.jwt_groups_claim,
-            scopes_claim=settings.jwt_scopes_claim,
-            default_tenant=settings.jwt_default_tenant,
-        ),
+        claims=ClaimMapping.of(settings),
     )
 
 
@@ -175,7 +155,8 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
         services = ChatServices(
             clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store, access
         )
-        graph = build_chat_graph(services, chat_policy(settings))
+        policy = ChatPolicy.of(settings)
+        graph = build_chat_graph(services, policy)
         query_log = query_log_writer(settings)
         query_log.start()
         stack.push_async_callback(query_log.close)
@@ -184,10 +165,7 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
             settings=settings,
             store=store,
             clients=clients,
-            chat=ChatService(
-                graph, store, default_top_k=settings.default_top_k, hyde_default=settings.hyde_default,
-                access=access, query_log=query_log,
-            ),
+            chat=ChatService(graph, store, policy=policy, access=access, query_log=query_log),
             documents=documents,
             authenticator=authenticator(settings, ApiKeyStore(redis)),
             rate_limits=RateLimits(

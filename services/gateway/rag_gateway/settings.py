@@ -12,12 +12,6 @@ from rag_common.schemas import SearchMode
 from rag_common.settings import ServiceSettings
 
 
-def search_depth(retrieval_candidates: int, top_k: int) -> int:
-    """The retriever's ``top_k`` in the chat chain: the candidate depth, or more if more passages are
-    wanted. The one rule, used by the chat graph and by ``ragctl eval --run default``."""
-    return max(retrieval_candidates, top_k)
-
-
 class GatewaySettings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="GATEWAY_", extra="ignore")
 
@@ -81,11 +75,6 @@ class GatewaySettings(ServiceSettings):
         "and pass them to the generator, so answering embeds no sentence. About 2 KB of base64 per sentence "
         "per candidate on the retriever's answer. Default true.",
     )
-
-    def search_depth(self, top_k: int) -> int:
-        """Chunks the chat chain asks the retriever for when it will hand ``top_k`` passages on:
-        what ``/v1/chat`` sends and what the evaluation's ``default`` run measures."""
-        return search_depth(self.retrieval_candidates, top_k)
 
     conversation_max_turns: int = Field(default=50, description="Turns kept per conversation (older ones dropped). Default 50.")
     conversation_ttl_s: int = Field(default=7 * 24 * 3600, description="Conversation lifetime after its last turn, seconds. Default 604800 (7 days).")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +38,9 @@ from rag_common.embedders.base import Embedder
 from rag_common.content_words import content_words, coverage
 from rag_common.sentence_vectors import encode_unknown, known_vectors
 from rag_generator.evidence import EvidenceUnit
+
+if TYPE_CHECKING:
+    from rag_generator.settings import GeneratorSettings
 
 __all__ = [
     "DEFAULT_LEXICAL_WEIGHT",
@@ -84,9 +88,11 @@ class ClaimSupport:
         self,
         embedder: Embedder,
         *,
-        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
-        threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+        lexical_weight: float,
+        threshold: float,
     ) -> None:
+        """``lexical_weight``, ``threshold``: the settings' (``of``; their defaults are the measured
+        ``DEFAULT_LEXICAL_WEIGHT`` and ``DEFAULT_SUPPORT_THRESHOLD``), or what a bench or test pins."""
         if not 0.0 <= lexical_weight <= 1.0:
             raise ValueError(f"lexical_weight must be within [0, 1], got {lexical_weight}")
         if not 0.0 <= threshold <= 1.0:
@@ -94,6 +100,10 @@ class ClaimSupport:
         self._embedder = embedder
         self.lexical_weight = lexical_weight
         self.threshold = threshold
+
+    @classmethod
+    def of(cls, settings: GeneratorSettings, embedder: Embedder) -> ClaimSupport:
+        return cls(embedder, lexical_weight=settings.support_lexical_weight, threshold=settings.support_threshold)
 
     def score(self, claim: str, evidence: Sequence[Evidence]) -> SupportScore:
         return self.score_claims([Claim(claim, evidence)])[0]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,15 +39,18 @@ from rag_common.sentence_vectors import MIN_WORDS, encode_unknown, known_vectors
 from rag_common.sentence_vectors import sentence_context as context_of
 from rag_generator.evidence import EvidenceUnit, build_evidence, is_table_separator
 
+if TYPE_CHECKING:
+    from rag_generator.settings import GeneratorSettings
+
 __all__ = ["DEFAULT_WEIGHTS", "ExtractiveAnswer", "ExtractiveAnswerer", "FeatureWeights", "SentenceScore", "sentence_context"]
 
 
 @dataclass(frozen=True, slots=True)
 class FeatureWeights:
-    cosine: float = 0.6
-    lexical: float = 0.2
-    rank_prior: float = 0.15
-    position_prior: float = 0.05
+    cosine: float
+    lexical: float
+    rank_prior: float
+    position_prior: float
 
 
 #: Cosine leads, the rest refine it. Summing to 1 keeps the score within [0, 1] (cosine is clipped at
@@ -57,7 +61,7 @@ class FeatureWeights:
 #: best (cosine alone 0.70/0.70, lexical alone 0.61/0.65). Lexical keeps a real weight although
 #: ClapNQ does not reward it: its natural questions rarely hinge on an identifier such as
 #: ``rag:conversation:{id}``, the case lexical overlap exists for. Re-measure for another embedder.
-DEFAULT_WEIGHTS = FeatureWeights()
+DEFAULT_WEIGHTS = FeatureWeights(cosine=0.6, lexical=0.2, rank_prior=0.15, position_prior=0.05)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +109,11 @@ class ExtractiveAnswerer:
         neighbour_margin: float = 0.1,
         other_margin: float = 0.03,
         min_words: int = MIN_WORDS,
-        max_passages: int = 6,
-        max_passage_chars: int = 1200,
+        max_passages: int,
+        max_passage_chars: int,
     ) -> None:
+        """``max_passages``, ``max_passage_chars``: the settings' (``of``, the one source of their
+        defaults); the rest are tuning constants no setting holds (``DEFAULT_WEIGHTS``: why these)."""
         if not 1 <= max_sentences <= 3:
             raise ValueError(f"max_sentences must be 1..3, got {max_sentences}")
         self._embedder = embedder
@@ -118,6 +124,13 @@ class ExtractiveAnswerer:
         self.min_words = min_words
         self.max_passages = max_passages
         self.max_passage_chars = max_passage_chars
+
+    @classmethod
+    def of(cls, settings: GeneratorSettings, embedder: Embedder, **tuning: Any) -> ExtractiveAnswerer:
+        """The answerer the settings configure; ``tuning``: weights, margins, sentences (benches, tests)."""
+        return cls(
+            embedder, max_passages=settings.max_passages, max_passage_chars=settings.max_passage_chars, **tuning
+        )
 
     async def aanswer(
         self,

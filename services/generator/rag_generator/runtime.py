@@ -84,12 +84,8 @@ def build_answer_generator(
         )
     return AnswerGenerator(
         mode=settings.mode,
-        extractive=ExtractiveAnswerer(
-            embedder, max_passages=settings.max_passages, max_passage_chars=settings.max_passage_chars
-        ),
-        support=ClaimSupport(
-            embedder, lexical_weight=settings.support_lexical_weight, threshold=settings.support_threshold
-        ),
+        extractive=ExtractiveAnswerer.of(settings, embedder),
+        support=ClaimSupport.of(settings, embedder),
         writer=writer,
         gate=gate,
         max_passages=settings.max_passages,

@@ -35,7 +35,7 @@ class UnusablePassage(UnusableOutput):
 class HydeWriter:
     """One plain-text call bounded by ``max_tokens``; transport errors propagate."""
 
-    def __init__(self, chat_model: BaseChatModel, *, max_tokens: int = DEFAULT_HYDE_MAX_TOKENS):
+    def __init__(self, chat_model: BaseChatModel, *, max_tokens: int):
         self._model = chat_model.bind(max_tokens=max_tokens)
 
     async def write(self, query: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_core.language_models import BaseChatModel
 
@@ -29,6 +29,9 @@ from rag_refiner.intent_classifier import IntentClassifier, IntentScores, shippe
 from rag_refiner.intent_llm import LLMIntentClassifier
 from rag_refiner.intent_rules import match_intent_rules
 from rag_refiner.llm_call import LLMUnavailable, UnusableOutput, bounded_llm_call
+
+if TYPE_CHECKING:
+    from rag_refiner.settings import RefinerSettings
 
 IntentMethod = Literal["rules", "embedding", "llm", "fallback"]
 
@@ -58,18 +61,32 @@ class IntentRouter:
         chat_model: BaseChatModel | None,
         *,
         classifier: IntentClassifier | None = None,
-        confidence_threshold: float = DEFAULT_CONFIDENCE_THRESHOLD,
-        llm_min_confidence: float = DEFAULT_LLM_MIN_CONFIDENCE,
-        llm_timeout_s: float = 20.0,
+        confidence_threshold: float,
+        llm_min_confidence: float,
+        llm_timeout_s: float,
         admission: LLMAdmission | None = None,
     ):
-        """``chat_model=None`` disables stage 3: an unsure message then goes to ``rag``."""
+        """``chat_model=None`` disables stage 3: an unsure message then goes to ``rag``. The
+        thresholds and the timeout are the settings' (``of``, the one source of their defaults)."""
         self._classifier = classifier or shipped_intent_classifier()
         self._llm = LLMIntentClassifier(chat_model) if chat_model is not None else None
         self._threshold = confidence_threshold
         self._llm_min_confidence = llm_min_confidence
         self._llm_timeout_s = llm_timeout_s
         self._admission = admission
+
+    @classmethod
+    def of(
+        cls, settings: RefinerSettings, chat_model: BaseChatModel | None, *, admission: LLMAdmission | None = None
+    ) -> IntentRouter:
+        """The router the settings configure (``intent_llm`` off: no stage 3)."""
+        return cls(
+            chat_model if settings.intent_llm else None,
+            confidence_threshold=settings.intent_confidence_threshold,
+            llm_min_confidence=settings.intent_llm_min_confidence,
+            llm_timeout_s=settings.llm_timeout_s,
+            admission=admission,
+        )
 
     def classify_cheap(self, message: str) -> IntentDecision | IntentScores:
         """Stages 1 and 2 only: a decision, or (when unsure) the classifier's scores for stage 3 to settle."""

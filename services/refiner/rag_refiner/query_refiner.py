@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from langchain_core.language_models import BaseChatModel
 
 from rag_common.history import append_context
 from rag_common.llm_admission import LLMAdmission
 from rag_common.schemas import HistoryTurn, RefineRequest, RefineResponse
-from rag_refiner.hyde_writer import DEFAULT_HYDE_MAX_TOKENS, HydeWriter
+from rag_refiner.hyde_writer import HydeWriter
 from rag_refiner.intent_router import IntentDecision, IntentRouter
 from rag_refiner.llm_call import LLMRefused, LLMUnavailable, UnusableOutput, bounded_llm_call
 from rag_refiner.rewrite_guard import check_rewrite
 from rag_refiner.standalone_rewriter import StandaloneQuestionRewriter
+
+if TYPE_CHECKING:
+    from rag_refiner.settings import RefinerSettings
 
 
 @dataclass(frozen=True)
@@ -46,18 +49,39 @@ class QueryRefiner:
         self,
         chat_model: BaseChatModel,
         *,
-        max_query_chars: int = 400,
-        llm_timeout_s: float = 20.0,
-        intent_router: IntentRouter | None = None,
-        hyde_max_tokens: int = DEFAULT_HYDE_MAX_TOKENS,
+        max_query_chars: int,
+        llm_timeout_s: float,
+        intent_router: IntentRouter,
+        hyde_max_tokens: int,
         admission: LLMAdmission | None = None,
     ):
+        """The limits are the settings' (``of``, the one source of their defaults)."""
         self._rewriter = StandaloneQuestionRewriter(chat_model)
-        self._router = intent_router or IntentRouter(chat_model, llm_timeout_s=llm_timeout_s)
+        self._router = intent_router
         self._hyde = HydeWriter(chat_model, max_tokens=hyde_max_tokens)
         self._max_query_chars = max_query_chars
         self._llm_timeout_s = llm_timeout_s
         self._admission = admission
+
+    @classmethod
+    def of(
+        cls,
+        settings: RefinerSettings,
+        chat_model: BaseChatModel,
+        *,
+        admission: LLMAdmission | None = None,
+        intent_router: IntentRouter | None = None,
+    ) -> QueryRefiner:
+        """The refiner the settings configure; its intent router too unless one is given, waiting in
+        the same ``admission`` queue."""
+        return cls(
+            chat_model,
+            max_query_chars=settings.max_query_chars,
+            llm_timeout_s=settings.llm_timeout_s,
+            intent_router=intent_router or IntentRouter.of(settings, chat_model, admission=admission),
+            hyde_max_tokens=settings.hyde_max_tokens,
+            admission=admission,
+        )
 
     async def refine(self, request: RefineRequest) -> RefineResponse:
         message = request.message

@@ -66,7 +66,7 @@ def check_rewrite(
     message: str,
     history: Sequence[HistoryTurn],
     *,
-    max_query_chars: int = 400,
+    max_query_chars: int,
     min_kept_ratio: float = MIN_KEPT_RATIO,
 ) -> GuardVerdict:
     """Accept ``rewrite`` of ``message`` only if it is faithful to the message and ``history``.

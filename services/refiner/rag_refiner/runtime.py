@@ -15,7 +15,6 @@ from langchain_core.language_models import BaseChatModel
 from rag_common.llm import build_chat_model, llm_admission, llm_readiness
 from rag_common.llm_admission import LLMAdmission
 from rag_common.settings import LLMSettings
-from rag_refiner.intent_router import IntentRouter
 from rag_refiner.query_refiner import QueryRefiner
 from rag_refiner.rewrite_prompt import REWRITE_MAX_TOKENS
 from rag_refiner.settings import RefinerSettings
@@ -35,21 +34,7 @@ def build_query_refiner(
 ) -> QueryRefiner:
     """Fits the intent classifier on the shipped examples (well under a second). ``admission`` is the
     one queue every model call of the process waits in (rag_common/llm_admission.py)."""
-    router = IntentRouter(
-        chat_model if settings.intent_llm else None,
-        confidence_threshold=settings.intent_confidence_threshold,
-        llm_min_confidence=settings.intent_llm_min_confidence,
-        llm_timeout_s=settings.llm_timeout_s,
-        admission=admission,
-    )
-    return QueryRefiner(
-        chat_model,
-        max_query_chars=settings.max_query_chars,
-        llm_timeout_s=settings.llm_timeout_s,
-        intent_router=router,
-        hyde_max_tokens=settings.hyde_max_tokens,
-        admission=admission,
-    )
+    return QueryRefiner.of(settings, chat_model, admission=admission)
 
 
 @asynccontextmanager

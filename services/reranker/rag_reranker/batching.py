@@ -53,7 +53,9 @@ class MicroBatcher:
     device only fight for it). A job larger than ``max_pairs`` runs as a batch of its own.
     """
 
-    def __init__(self, score_pairs: PairScoringFn, *, max_pairs: int = 64, max_wait_s: float = 0.005) -> None:
+    def __init__(self, score_pairs: PairScoringFn, *, max_pairs: int, max_wait_s: float) -> None:
+        """``max_pairs``, ``max_wait_s``: the settings' (``runtime.build_pair_queue``: batch_max_pairs,
+        batch_max_wait_ms), the one source of their defaults."""
         if max_pairs < 1:
             raise ValueError(f"max_pairs must be positive, got {max_pairs}")
         if max_wait_s < 0:

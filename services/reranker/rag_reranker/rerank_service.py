@@ -1,4 +1,5 @@
-"""Reranking as plain Python: run the requested chain of stages over the candidates, keep ``top_k``.
+"""Reranking as plain Python: run the requested chain of stages over the candidates, keep ``top_k``
+and answer with their ids and new scores (the caller holds the passages themselves).
 
 Each stage is timed and reported. A stage that cannot apply is *skipped* with the reason; a stage
 that raises is *failed*: the order from before it is kept, the chain goes on, and the response is
@@ -11,14 +12,12 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from rag_common.embedders import Embedder
 from rag_common.schemas import (
     CrossEncoderSpec,
     DiffusionSpec,
     GmmrSpec,
-    Passage,
+    RankedPassage,
     RerankRequest,
     RerankResponse,
     RerankStageName,
@@ -72,7 +71,7 @@ class RerankService:
         if not request.passages:
             # Nothing to order: no stage runs, no model is called.
             reports = [StageReport(name=s.name, status="skipped", reason="no passages") for s in specs]
-            return RerankResponse(passages=[], stages=[], timings_ms={}, reports=reports)
+            return RerankResponse(ranking=[], stages=[], timings_ms={}, reports=reports)
         try:
             embeddings = CandidateEmbeddings(request.query, request.query_embedding, request.passages, self._embedder)
         except EmbeddingMismatch as exc:
@@ -85,7 +84,10 @@ class RerankService:
         ran = [r.name for r in reports if r.status == "ran"]
         final = candidates.order[: request.top_k]
         return RerankResponse(
-            passages=[_ranked(request.passages[i], candidates.scores[i]) for i in final],
+            # Ids and scores only: the caller holds the passages (and their vectors) already.
+            ranking=[
+                RankedPassage(chunk_id=request.passages[i].chunk_id, score=float(candidates.scores[i])) for i in final
+            ],
             stages=ran,
             timings_ms={r.name: r.ms for r in reports if r.status == "ran"},
             reports=reports,
@@ -109,8 +111,3 @@ class RerankService:
         STAGE_SECONDS.labels(spec.name).observe(seconds)
         candidates.order, candidates.scores = outcome.order, outcome.scores
         return StageReport(name=spec.name, status="ran", ms=round(seconds * 1000.0, 3), detail=outcome.detail)
-
-
-def _ranked(passage: Passage, score: float) -> Passage:
-    # Embeddings served their purpose here; sending them on would only bloat every later hop.
-    return passage.model_copy(update={"score": float(score), "embedding": None})

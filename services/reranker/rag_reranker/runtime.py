@@ -20,6 +20,7 @@ from rag_common.settings import LLMSettings
 from rag_reranker.batching import MicroBatcher, UnbatchedScorer
 from rag_reranker.scorers.base import PairScorer
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
+from rag_reranker.scorers.local_cross_encoder import ScorerOptions
 from rag_reranker.settings import RerankerSettings
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
 from rag_reranker.stages.base import ChainStage
@@ -47,11 +48,7 @@ def build_cross_encoder(settings: RerankerSettings) -> PairScorer | None:
         scorer_class = FlagRerankerScorer
     try:
         return scorer_class(
-            settings.cross_encoder_model,
-            max_length=settings.cross_encoder_max_length,
-            sigmoid=settings.cross_encoder_sigmoid,
-            batch_size=settings.batch_size,
-            device=resolve_device(settings.device),
+            settings.cross_encoder_model, ScorerOptions.of(settings), device=resolve_device(settings.device)
         )
     except ModelNotAvailableError as exc:
         raise ModelNotAvailableError(
@@ -120,14 +117,8 @@ def build_stages(
 ) -> dict[str, ChainStage]:
     return {
         "cross_encoder": CrossEncoderStage(pair_queue, model_id=model_id),
-        "diffusion": DiffusionStage(alpha=settings.diffusion_alpha, top_k_edges=settings.diffusion_top_k_edges),
-        "gmmr": GmmrStage(
-            settings.mmr_lambda,
-            default_relevance=settings.mmr_relevance,
-            adaptive=build_adaptive_selector(settings, llm),
-            lambdas=tuple(settings.adaptive_lambdas),
-            adaptive_timeout_s=settings.evaluator_timeout_s,
-        ),
+        "diffusion": DiffusionStage.of(settings),
+        "gmmr": GmmrStage.of(settings, adaptive=build_adaptive_selector(settings, llm)),
     }
 
 

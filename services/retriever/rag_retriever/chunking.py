@@ -150,10 +150,13 @@ def markdown_sections(text: str) -> list[Section]:
 
 class Chunker:
     def __init__(
-        self, tokenizer: Tokenizer, chunk_tokens: int = 200, chunk_overlap_tokens: int = 40,
+        self, tokenizer: Tokenizer, chunk_tokens: int, chunk_overlap_tokens: int,
         embed_template: str = TEXT_ONLY, *, sentence_vectors: SentenceVectorMode = "off",
         window_chars: int = TOKENIZE_WINDOW_CHARS,
     ) -> None:
+        """``chunk_tokens``, ``chunk_overlap_tokens``: the settings' (``RetrieverSettings``, the one
+        source of their defaults). The template and sentence vectors default to the bare chunk text
+        and none, what a chunker outside the service (tools, tests) wants."""
         limit = tokenizer.max_tokens - SPECIAL_TOKENS
         if not 0 < chunk_tokens <= limit:
             raise ValueError(

@@ -40,7 +40,7 @@ def _min_max(scores: Sequence[tuple[K, float]]) -> dict[K, float]:
 
 
 def min_max_scores(
-    dense: Sequence[tuple[K, float]], bm25: Sequence[tuple[K, float]], dense_weight: float = 0.5
+    dense: Sequence[tuple[K, float]], bm25: Sequence[tuple[K, float]], dense_weight: float
 ) -> dict[K, float]:
     """Fused min_max score of every key in either list of ``(key, score)``, in first-seen order."""
     if not 0.0 <= dense_weight <= 1.0:
@@ -62,7 +62,7 @@ def rrf_scores(dense: Sequence[tuple[K, float]], bm25: Sequence[tuple[K, float]]
 
 
 def min_max_fusion(
-    dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, dense_weight: float = 0.5
+    dense: list[ScoredChunk], bm25: list[ScoredChunk], top_k: int, dense_weight: float
 ) -> list[ScoredChunk]:
     fused = min_max_scores(_keyed(dense), _keyed(bm25), dense_weight)
     return _ranked(fused, _hits_by_id(dense, bm25), top_k)

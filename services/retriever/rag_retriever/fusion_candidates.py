@@ -8,37 +8,26 @@ into a feature row. The dense and BM25 lists are the ones hybrid search fuses (s
 
 Access and filters hold for everything added: the follow-up searches and the chunks the walk reached
 go through the same machinery as ``graph_search`` (the caller's ``AccessFilter`` and filters).
+
+The index is a ``backends.base.GraphIndex``, not the concrete embedded index: the embedded backend
+implements ``FusionCandidateSource`` with this function, so importing it back would be a cycle. The
+result type, ``FusionCandidates``, is declared in ``backends.base`` with that protocol.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from rag_retriever.backends.base import AccessFilter, Filters, FusionCandidates, GraphIndex, GraphOptions
 from rag_retriever.entities import query_entities
 from rag_retriever.fusion import min_max_fusion
 from rag_retriever.fusion_features import CandidateSignals
-from rag_retriever.graph_retrieval import GraphOptions, asked_entities, pagerank_shares, scaled_first_pass, second_hop
+from rag_retriever.graph_retrieval import asked_entities, pagerank_shares, scaled_first_pass, second_hop
 from rag_retriever.records import ScoredChunk
-
-if TYPE_CHECKING:
-    from rag_retriever.backends.base import AccessFilter, Filters
-    from rag_retriever.backends.embedded import EmbeddedIndex
-
-
-@dataclass(frozen=True, slots=True)
-class FusionCandidates:
-    """A query's candidates (the first pass's ``first_pass`` best first, then the graph's additions)
-    and each one's signals, aligned."""
-
-    hits: list[ScoredChunk]
-    signals: list[CandidateSignals]
-    first_pass: int
 
 
 def fusion_candidates(
-    index: EmbeddedIndex,
+    index: GraphIndex,
     query: str,
     dense: Sequence[ScoredChunk],
     bm25: Sequence[ScoredChunk],
@@ -49,7 +38,7 @@ def fusion_candidates(
     with_vectors: bool,
     ppr: bool,
     options: GraphOptions,
-    dense_weight: float = 0.5,
+    dense_weight: float,
 ) -> FusionCandidates:
     """The candidates in first-pass order, then the hop's additions, then PageRank's; their signals."""
     fused = min_max_fusion(list(dense), list(bm25), len(dense) + len(bm25), dense_weight)

@@ -22,25 +22,26 @@ the OpenSearch backend, which answers the same questions from fields of its chun
 Access and filters hold for everything added: follow-up searches are ordinary BM25 searches with the
 caller's ``AccessFilter`` and filters, and chunks the walk reached are read back through a tantivy
 query restricted the same way (an unreadable chunk is never returned, whatever the graph links).
+
+The signals take the index as a ``backends.base.GraphIndex`` (its graph, BM25 and chunks by graph
+label), never the concrete embedded index: the embedded backend implements ``GraphSearcher`` by
+calling ``graph_search`` here, so this module importing it back would close an import cycle.
+``GraphOptions`` lives in ``backends.base`` beside the protocols whose calls carry it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from rag_retriever.backends.base import AccessFilter, Filters, GraphIndex, GraphOptions
 from rag_retriever.entities import query_entities
 from rag_retriever.entity_graph import ChunkNode
 from rag_retriever.pagerank import personalised_pagerank
 from rag_retriever.records import ScoredChunk
-
-if TYPE_CHECKING:
-    from rag_retriever.backends.base import AccessFilter, Filters
-    from rag_retriever.backends.embedded import EmbeddedIndex
-    from rag_retriever.settings import RetrieverSettings
 
 #: Largest neighbourhood the walk runs over (a bound on its cost at any index size).
 MAX_NODES = 20_000
@@ -48,33 +49,8 @@ MAX_NODES = 20_000
 RADIUS = 4
 
 
-@dataclass(frozen=True, slots=True)
-class GraphOptions:
-    damping: float = 0.5
-    weight: float = 0.3
-    seed_hits: int = 5
-    entity_max_chunks: int = 50
-    hop_passages: int = 3
-    hop_entities: int = 4
-    hop_k: int = 3
-    hop_weight: float = 0.9
-
-    @classmethod
-    def of(cls, settings: RetrieverSettings) -> GraphOptions:
-        return cls(
-            damping=settings.graph_ppr_damping,
-            weight=settings.graph_ppr_weight,
-            seed_hits=settings.graph_seed_hits,
-            entity_max_chunks=settings.graph_entity_max_chunks,
-            hop_passages=settings.graph_hop_passages,
-            hop_entities=settings.graph_hop_entities,
-            hop_k=settings.graph_hop_k,
-            hop_weight=settings.graph_hop_weight,
-        )
-
-
 def graph_search(
-    index: EmbeddedIndex,
+    index: GraphIndex,
     query: str,
     hits: Sequence[ScoredChunk],
     k: int,
@@ -121,7 +97,7 @@ def graph_search(
 
 class EntityStats(Protocol):
     """What the signals need to know of an entity: the embedded ``EntityGraph``, or the counts the
-    OpenSearch backend aggregates per query (``opensearch_requests.entity_stats_from``)."""
+    OpenSearch backend aggregates per query (``opensearch_queries.entity_stats_from``)."""
 
     def is_entity(self, name: str) -> bool: ...
 
@@ -200,7 +176,7 @@ class HopResult:
 
 
 def second_hop(
-    index: EmbeddedIndex, ranked: Sequence[ScoredChunk], asked: set[str], filters: Filters | None,
+    index: GraphIndex, ranked: Sequence[ScoredChunk], asked: set[str], filters: Filters | None,
     access: AccessFilter | None, *, with_vectors: bool, options: GraphOptions,
 ) -> HopResult:
     """The follow-up BM25 searches of the entities of ``ranked``'s top ``hop_passages`` (scores
@@ -220,7 +196,7 @@ def second_hop(
 
 
 def pagerank_shares(
-    index: EmbeddedIndex, ranked: Sequence[ScoredChunk], asked: set[str], k: int, filters: Filters | None,
+    index: GraphIndex, ranked: Sequence[ScoredChunk], asked: set[str], k: int, filters: Filters | None,
     access: AccessFilter | None, *, with_vectors: bool, options: GraphOptions,
 ) -> tuple[dict[str, float], list[ScoredChunk], int]:
     """Personalised PageRank seeded by ``ranked``'s top ``seed_hits`` (best first) and ``asked``:
@@ -241,7 +217,7 @@ def pagerank_shares(
     return shares, added, nodes
 
 
-def _walk(index: EmbeddedIndex, seeds: Sequence[ScoredChunk], asked: set[str], options: GraphOptions) -> dict[int, float]:
+def _walk(index: GraphIndex, seeds: Sequence[ScoredChunk], asked: set[str], options: GraphOptions) -> dict[int, float]:
     """label → the walk's mass at that chunk beyond its own restart mass; key -1 holds the node count."""
     graph = index.graph
     seed_weights: dict[str, float] = {}

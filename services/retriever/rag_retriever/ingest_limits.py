@@ -33,15 +33,19 @@ CHUNKS_SETTING = "RETRIEVER_MAX_CHUNKS_PER_REQUEST"
 
 @dataclass(frozen=True, slots=True)
 class IngestLimits:
-    """None: no limit (tools and tests that build an ``Ingestor`` themselves; the service always
-    passes its settings', ``IngestLimits.of``)."""
+    """The service's are its settings' (``of``, the one source of their defaults); None is no limit
+    (``unlimited``: tools and tests that build an ``Ingestor`` themselves)."""
 
-    max_document_chars: int | None = None
-    max_chunks_per_request: int | None = None
+    max_document_chars: int | None
+    max_chunks_per_request: int | None
 
     @classmethod
     def of(cls, settings: RetrieverSettings) -> IngestLimits:
         return cls(settings.max_document_chars, settings.max_chunks_per_request)
+
+    @classmethod
+    def unlimited(cls) -> IngestLimits:
+        return cls(None, None)
 
     def check_documents(self, documents: Sequence[DocumentIn]) -> None:
         """PayloadTooLarge naming the first document whose text is over ``max_document_chars``."""

@@ -45,7 +45,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -257,17 +257,18 @@ class ThreadWork(IngestWork):
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    """What a worker process builds its chunker and embedder from (the retriever's settings)."""
+    """What a worker process builds its chunker and embedder from: the retriever's settings
+    (``open_ingest_pool`` copies them; no defaults of its own)."""
 
     embedding_model: str
     device: str | None
-    embedder: dict[str, Any] = field(default_factory=dict)
-    chunk_tokens: int = 200
-    chunk_overlap_tokens: int = 40
-    embed_template: str = "{text}"
-    sentence_vectors: str = "off"
-    nice: int = 0
-    log_level: str = "info"
+    embedder: dict[str, Any]
+    chunk_tokens: int
+    chunk_overlap_tokens: int
+    embed_template: str
+    sentence_vectors: str
+    nice: int
+    log_level: str
 
 
 #: The worker process's chunker and embedder (``_start_worker``).

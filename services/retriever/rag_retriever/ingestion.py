@@ -36,17 +36,20 @@ import hashlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from rag_common.embedders import Embedder
+# The texts handed to the embedder at once: its own batch, so each call is one forward pass.
+from rag_common.embedders.prefixed import EMBED_BATCH_SIZE
 from rag_common.embedders.span_pooling import Pool, SpanPoolingEmbedder
 from rag_common.errors import InvalidInput
 from rag_common.identity import readers_of
 from rag_common.schemas import DocumentIn, DuplicateContent, IngestFailure, IngestResponse, SentenceVectors
 from rag_common.sentence_vectors import SentenceVectorMode, chunk_pools, pack, stored_vectors
 from rag_common.upload_formats import PLAIN_TEXT
-from rag_retriever.backends.base import ChunkWriteError, IngestTarget
+from rag_retriever.backends.base import ChunkWriteError, IngestTarget, StagedWriter
 from rag_retriever.chunking import Chunker
 from rag_retriever.document_access import EPHEMERAL_DIGEST, TRUSTED_DEFAULT_TENANT, ContentDigest, DocumentAccess
 from rag_retriever.ingest_limits import IngestLimits
@@ -56,7 +59,6 @@ from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, n
 
 logger = logging.getLogger(__name__)
 
-EMBED_BATCH_SIZE = 64
 #: Metadata keys that must be strings: `content_type` is an indexed filter field, `tenant` is compared
 #: with the caller's (a document claiming another tenant is refused).
 KEYWORD_METADATA = ("tenant", "content_type")
@@ -118,13 +120,18 @@ class Ingestor:
         chunker: Chunker,
         lock: ReadWriteLock,
         *,
+        sentence_vectors: SentenceVectorMode,
+        limits: IngestLimits,
         batch_size: int = EMBED_BATCH_SIZE,
-        sentence_vectors: SentenceVectorMode = "off",
         digest: ContentDigest = EPHEMERAL_DIGEST,
-        limits: IngestLimits = IngestLimits(),
         work: IngestWork | None = None,
+        staged: StagedWriter[Any] | None = None,
     ) -> None:
+        """``sentence_vectors``, ``limits``: the settings' (``RetrieverSettings``, the one source of
+        their defaults; ``IngestLimits.of``), or what a tool or test pins. ``staged``: the backend's
+        staged writes, when it has them (the composition root says so: ``runtime.embedded_abilities``)."""
         self._backend = backend
+        self._staged = staged
         self._embedder = embedder
         self._chunker = chunker
         self._lock = lock
@@ -405,27 +412,29 @@ class Ingestor:
 
     async def _write(self, doc_ids: list[str], chunks: list[ChunkRecord], vectors: np.ndarray, tenant: str) -> None:
         """``replace_documents``, called under the write side of the lock. A backend that can prepare
-        a replacement out of sight of searches (the embedded index: its queued tantivy documents and its
-        new vectors in the graph, seconds for thousands of chunks) gets readers let back in meanwhile,
-        so searches wait for its commit only and still never see half of a request's documents."""
-        prepare = getattr(self._backend, "prepare_replacement", None)
-        if prepare is None:
+        a replacement out of sight of searches (``staged``; the embedded index: its queued tantivy
+        documents and its new vectors in the graph, seconds for thousands of chunks) gets readers let
+        back in meanwhile, so searches wait for its commit only and still never see half of a
+        request's documents."""
+        staged = self._staged
+        if staged is None:
             await self._backend.replace_documents(doc_ids, chunks, vectors, tenant=tenant)
             return
         async with self._lock.readers_in():
-            preparing = asyncio.ensure_future(prepare(doc_ids, chunks, vectors, tenant=tenant))
+            preparing = asyncio.ensure_future(staged.prepare_replacement(doc_ids, chunks, vectors, tenant=tenant))
             try:
                 prepared = await asyncio.shield(preparing)
             except asyncio.CancelledError:
                 # The preparation runs on in its thread: drop what it made once it is done.
-                preparing.add_done_callback(self._abandon_when_prepared)
+                preparing.add_done_callback(lambda done: _abandon_when_prepared(staged, done))
                 raise
         # Cancelled or not, the commit runs on in its thread (a failed one undoes itself).
-        await self._backend.commit_prepared(prepared)
+        await staged.commit_prepared(prepared)
 
-    def _abandon_when_prepared(self, preparing: asyncio.Future) -> None:
-        if not preparing.cancelled() and preparing.exception() is None:
-            asyncio.ensure_future(self._backend.abandon_prepared(preparing.result()))
+
+def _abandon_when_prepared(staged: StagedWriter[Any], preparing: asyncio.Future) -> None:
+    if not preparing.cancelled() and preparing.exception() is None:
+        asyncio.ensure_future(staged.abandon_prepared(preparing.result()))
 
 
 def length_batches(lengths: list[int], size: int) -> list[list[int]]:

@@ -18,7 +18,7 @@ def personalised_pagerank(
     n: int,
     edges: Sequence[tuple[int, int]],
     seeds: dict[int, float],
-    damping: float = 0.5,
+    damping: float,
     *,
     tol: float = 1e-6,
     max_iter: int = 50,

@@ -4,6 +4,12 @@
 (index, template and pipelines in place) and wires the ingestor and the search service around one
 read/write lock. The app's lifespan, the eval harness and the benchmarks all open it, so what they
 measure is what the service runs.
+
+This is the composition root, the one module above ``backends/`` that names a concrete backend
+(``tests/test_import_rules.py`` holds every other to that): ``open_backend`` knows which backend it
+opened, so it says which abilities beyond ``SearchBackend`` that backend has (``BackendAbilities``:
+the graph signals, learned fusion's candidates, staged writes), and the services get them injected
+instead of looking for them on the backend.
 """
 
 from __future__ import annotations
@@ -13,10 +19,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rag_common.embedders import Embedder
 from rag_common.embedders.factory import build_embedder as build_configured_embedder
-from rag_retriever.backends.base import FusionSettings, SearchBackend
+from rag_retriever.backends.base import (
+    FusionCandidateSource,
+    FusionSettings,
+    GraphSearcher,
+    HnswParams,
+    SearchBackend,
+    StagedWriter,
+)
 from rag_retriever.chunking import Chunker
 from rag_retriever.document_access import ContentDigest, DocumentCatalog
 from rag_retriever.ingest_limits import IngestLimits
@@ -28,12 +42,33 @@ from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
 
+if TYPE_CHECKING:
+    # Imported where the backend is opened, so the opensearch deployment never loads it.
+    from rag_retriever.backends.embedded import EmbeddedBackend
+
+
+@dataclass(frozen=True, slots=True)
+class BackendAbilities:
+    """What an opened backend can do beyond ``SearchBackend``; None where it cannot."""
+
+    graph: GraphSearcher | None
+    fusion_candidates: FusionCandidateSource | None
+    staged: StagedWriter[Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedBackend:
+    backend: SearchBackend
+    abilities: BackendAbilities
+
 
 @dataclass
 class RetrieverRuntime:
     settings: RetrieverSettings
     embedder: Embedder
     backend: SearchBackend
+    #: ``backend``'s abilities beyond ``SearchBackend`` (``open_backend`` says which it has).
+    abilities: BackendAbilities
     lock: ReadWriteLock
     ingestor: Ingestor
     search: SearchService
@@ -44,10 +79,7 @@ class RetrieverRuntime:
     def search_with(self, fusion: FusionSettings, learned: FusionModel | None = None) -> SearchService:
         """A search service over the same index and lock with another hybrid fusion, or a learned
         fusion model over a min-max first pass (for evaluation)."""
-        return SearchService(
-            self.backend, self.embedder, self.lock, fusion=fusion, default_top_k=self.settings.default_top_k,
-            graph=GraphDefaults.of(self.settings), learned=learned,
-        )
+        return search_service(self.settings, self.backend, self.abilities, self.embedder, self.lock, fusion, learned)
 
     async def readiness(self) -> dict[str, str]:
         try:
@@ -57,10 +89,16 @@ class RetrieverRuntime:
         return {"embedder": "ok", "index": "ok"}
 
 
-def fusion_settings(settings: RetrieverSettings) -> FusionSettings:
-    """The backend's hybrid fusion; learned fusion starts from a min-max first pass."""
-    method = "min_max" if settings.hybrid_normalization == "learned" else settings.hybrid_normalization
-    return FusionSettings(method=method, dense_weight=settings.hybrid_dense_weight)
+def search_service(
+    settings: RetrieverSettings, backend: SearchBackend, abilities: BackendAbilities, embedder: Embedder,
+    lock: ReadWriteLock, fusion: FusionSettings, learned: FusionModel | None,
+) -> SearchService:
+    """The search service over ``backend``, its abilities injected, its defaults from ``settings``."""
+    return SearchService(
+        backend, embedder, lock, fusion=fusion, default_top_k=settings.default_top_k,
+        graph=GraphDefaults.of(settings), graph_searcher=abilities.graph,
+        candidate_source=abilities.fusion_candidates, learned=learned,
+    )
 
 
 def load_fusion_model(settings: RetrieverSettings) -> FusionModel | None:
@@ -72,43 +110,39 @@ def load_fusion_model(settings: RetrieverSettings) -> FusionModel | None:
     return FusionModel.load(settings.fusion_model or SHIPPED_MODEL)
 
 
-async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) -> SearchBackend:
-    """Open the backend ``settings.backend`` names, for vectors of ``dim`` made by ``model_id``."""
+def embedded_abilities(embedded: EmbeddedBackend) -> BackendAbilities:
+    """The embedded backend's abilities (tests that open one themselves take them from here too)."""
+    # The structure-and-entity graph serves the graph signals and learned fusion's candidates; its
+    # writes can be prepared while searches run.
+    return BackendAbilities(graph=embedded, fusion_candidates=embedded, staged=embedded)
+
+
+async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) -> OpenedBackend:
+    """Open the backend ``settings.backend`` names, for vectors of ``dim`` made by ``model_id``, with
+    the abilities it has beyond ``SearchBackend``."""
     if settings.backend == "embedded":
         from rag_retriever.backends.embedded import EmbeddedBackend
 
         # Opening reads and reconciles files on disk: off the event loop.
-        return await asyncio.to_thread(
-            EmbeddedBackend,
-            settings.index_dir,
-            dim,
-            settings.hnsw_m,
-            settings.hnsw_ef_construction,
-            settings.hnsw_ef_search,
-            model_id=model_id,
+        embedded = await asyncio.to_thread(
+            EmbeddedBackend, settings.index_dir, dim, HnswParams.of(settings), model_id=model_id
         )
+        return OpenedBackend(embedded, embedded_abilities(embedded))
 
     # Imported here so the embedded deployment never needs the OpenSearch client.
     from rag_retriever.backends.opensearch import OpenSearchBackend, create_client
     from rag_retriever.backends.opensearch_requests import IndexConfig
 
-    config = IndexConfig(
-        alias=settings.opensearch_index,
-        dim=dim,
-        model_id=model_id,
-        engine=settings.knn_engine,
-        space=settings.knn_space,
-        m=settings.hnsw_m,
-        ef_construction=settings.hnsw_ef_construction,
-        ef_search=settings.hnsw_ef_search,
-    )
-    backend = OpenSearchBackend(create_client(settings), config, fusion=fusion_settings(settings))
+    config = IndexConfig.of(settings, dim=dim, model_id=model_id)
+    backend = OpenSearchBackend(create_client(settings), config, fusion=FusionSettings.of(settings))
     try:
         await backend.ensure_index()
     except BaseException:
         await backend.close()
         raise
-    return backend
+    # The second hop from fields of the chunk documents (no PageRank: ``opensearch_graph``); no learned
+    # fusion (the settings refuse that pairing), no transaction to prepare a write in.
+    return OpenedBackend(backend, BackendAbilities(graph=backend, fusion_candidates=None, staged=None))
 
 
 def build_embedder(settings: RetrieverSettings) -> Embedder:
@@ -127,7 +161,8 @@ async def open_runtime(
     digest = content_digest(settings)
     model = embedder or build_embedder(settings)
     await asyncio.to_thread(model.warm_up)
-    backend = await open_backend(settings, dim=model.dim, model_id=model.model_id)
+    opened = await open_backend(settings, dim=model.dim, model_id=model.model_id)
+    backend, abilities = opened.backend, opened.abilities
     pool: IngestPool | None = None
     try:
         lock = ReadWriteLock()
@@ -141,15 +176,13 @@ async def open_runtime(
             settings=settings,
             embedder=model,
             backend=backend,
+            abilities=abilities,
             lock=lock,
             ingestor=Ingestor(
                 backend, model, chunker, lock, sentence_vectors=settings.sentence_vectors, digest=digest,
-                limits=IngestLimits.of(settings), work=pool.work,
+                limits=IngestLimits.of(settings), work=pool.work, staged=abilities.staged,
             ),
-            search=SearchService(
-                backend, model, lock, fusion=fusion_settings(settings), default_top_k=settings.default_top_k,
-                graph=GraphDefaults.of(settings), learned=learned,
-            ),
+            search=search_service(settings, backend, abilities, model, lock, FusionSettings.of(settings), learned),
             catalog=DocumentCatalog(backend, digest),
             ingest_pool=pool,
         )

@@ -6,9 +6,11 @@ backend with ``fusion.py``; so ``timings_ms["search"]`` includes the fusion.
 Graph signals (``graph`` / ``second_hop``, defaults ``RETRIEVER_GRAPH_PPR`` / ``_SECOND_HOP``) run
 after the first pass on backends that have the structure-and-entity graph (the embedded one,
 ``rag_retriever.graph_retrieval``; OpenSearch, ``backends/opensearch_graph.py``); ``timings_ms["graph"]``
-is their time. A backend without ``graph_search`` ignores the flags and reports
-``timings_ms["graph_unavailable"] = 1``; OpenSearch runs the second hop but not personalised PageRank,
-and a request for PageRank there reports ``timings_ms["graph_ppr_unavailable"] = 1``.
+is their time. The graph signals are an ability some backends have (``backends.base.GraphSearcher``),
+handed in by the composition root (``runtime``), never looked for on the backend: without one the
+service ignores the flags and reports ``timings_ms["graph_unavailable"] = 1``; OpenSearch runs the
+second hop but not personalised PageRank, and a request for PageRank there reports
+``timings_ms["graph_ppr_unavailable"] = 1``.
 
 Learned fusion (``learned``, a :class:`~rag_retriever.learned_fusion.FusionModel`; hybrid mode only):
 the candidates are the first-pass min-max hybrid list plus the second hop's and (when the model reads
@@ -16,7 +18,11 @@ it) PageRank's additions (``rag_retriever.fusion_candidates``), each scored by t
 features (``rag_retriever.fusion_features``) and ranked by that score. The graph signals are then the
 model's inputs, so the request's ``graph`` / ``second_hop`` flags do not apply; ``timings_ms["search"]``
 includes the graph signals, the features and the scoring.
-Backends without ``fusion_candidates`` (OpenSearch) cannot serve it; the settings refuse that pairing.
+The candidates come from a ``backends.base.FusionCandidateSource``, handed in like the graph: backends
+without one (OpenSearch) cannot serve learned fusion; the settings refuse that pairing.
+
+The request's filters are normalised here, once (``backends.base.normalise_filters``); the backends
+take them as they are.
 
 With ``include_embeddings`` the response also carries the query's embedding and each passage's
 stored embedding (for the reranker), read by the backend together with the hits. With
@@ -28,16 +34,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from rag_common.embedders import Embedder
 from rag_common.schemas import SearchRequest, SearchResponse
-from rag_retriever.backends.base import AccessFilter, FusionSettings, Searcher
-from rag_retriever.fusion_candidates import FusionCandidates
+from rag_retriever.backends.base import (
+    AccessFilter,
+    Filters,
+    FusionCandidates,
+    FusionCandidateSource,
+    FusionSettings,
+    GraphOptions,
+    GraphSearcher,
+    Searcher,
+    normalise_filters,
+)
 from rag_retriever.fusion_features import feature_matrix
-from rag_retriever.graph_retrieval import GraphOptions
 from rag_retriever.learned_fusion import FusionModel
 from rag_retriever.records import ScoredChunk
 from rag_retriever.locking import ReadWriteLock
@@ -48,19 +62,14 @@ def _elapsed_ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000.0, 3)
 
 
-def validate_filters(filters: dict[str, str | list[str]]) -> dict[str, list[str]]:
-    """Each field's values as a list. Unknown fields and empty lists never get here: the wire schema
-    (``SearchRequest.filters``) refuses them with a 422 naming the allowed fields."""
-    return {field: [value] if isinstance(value, str) else list(value) for field, value in filters.items()}
-
-
 @dataclass(frozen=True, slots=True)
 class GraphDefaults:
-    """Whether a request that does not say runs the graph signals, and their parameters."""
+    """Whether a request that does not say runs the graph signals, and their parameters; no defaults
+    of its own: ``of(settings)`` (``graph_ppr``, ``graph_second_hop``, ``graph_*``)."""
 
-    ppr: bool = False
-    second_hop: bool = False
-    options: GraphOptions = field(default_factory=GraphOptions)
+    ppr: bool
+    second_hop: bool
+    options: GraphOptions
 
     @classmethod
     def of(cls, settings: RetrieverSettings) -> GraphDefaults:
@@ -74,12 +83,18 @@ class SearchService:
         embedder: Embedder,
         lock: ReadWriteLock,
         *,
-        fusion: FusionSettings = FusionSettings(),
-        default_top_k: int = 10,
-        graph: GraphDefaults = GraphDefaults(),
+        fusion: FusionSettings,
+        default_top_k: int,
+        graph: GraphDefaults,
+        graph_searcher: GraphSearcher | None = None,
+        candidate_source: FusionCandidateSource | None = None,
         learned: FusionModel | None = None,
     ) -> None:
+        """``graph_searcher`` and ``candidate_source``: the backend's abilities beyond ``Searcher``, as
+        the composition root knows them (None: the backend has not got it)."""
         self._graph = graph
+        self._graph_searcher = graph_searcher
+        self._candidate_source = candidate_source
         self._learned = learned
         self._backend = backend
         self._embedder = embedder
@@ -98,7 +113,7 @@ class SearchService:
         gets a query embedding. Without the flag both stay None.
         """
         started = time.perf_counter()
-        filters = validate_filters(request.filters)
+        filters = normalise_filters(request.filters)
         top_k = request.top_k if "top_k" in request.model_fields_set else self._default_top_k
         with_vectors = request.include_embeddings
         sentences = request.include_sentence_vectors
@@ -137,11 +152,10 @@ class SearchService:
                 ppr = hop = False  # the model has read both signals already
             if ppr or hop:
                 step = time.perf_counter()
-                graph_search = getattr(self._backend, "graph_search", None)
-                if graph_search is None:
+                if self._graph_searcher is None:
                     timings["graph_unavailable"] = 1.0
                 else:
-                    hits, info = await graph_search(
+                    hits, info = await self._graph_searcher.graph_search(
                         request.query, hits, top_k, filters, access,
                         with_vectors=with_vectors, ppr=ppr, hop=hop, options=self._graph.options,
                     )
@@ -175,13 +189,12 @@ class SearchService:
             return await self._candidates(query, vector, top_k, {}, access, False, ppr=ppr)
 
     async def _candidates(
-        self, query: str, vector: np.ndarray, top_k: int, filters: dict[str, list[str]], access: AccessFilter,
+        self, query: str, vector: np.ndarray, top_k: int, filters: Filters, access: AccessFilter,
         with_vectors: bool, *, ppr: bool,
     ) -> tuple[FusionCandidates, np.ndarray]:
-        backend_candidates = getattr(self._backend, "fusion_candidates", None)
-        if backend_candidates is None:
+        if self._candidate_source is None:
             raise RuntimeError("learned fusion needs the embedded backend (its structure-and-entity graph)")
-        found: FusionCandidates = await backend_candidates(
+        found = await self._candidate_source.fusion_candidates(
             query, vector, top_k, filters, access, with_vectors=with_vectors, ppr=ppr,
             options=self._graph.options, dense_weight=self._fusion.dense_weight,
         )

@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 
 from rag_common.embedders.base import Embedder
+from rag_common.embedders.prefixed import EMBED_BATCH_SIZE
 from rag_common.settings import EmbedderSettings
 
 logger = logging.getLogger("rag_common.embedders")
 
 
 def build_embedder(
-    model: str, *, device: str | None = None, batch_size: int = 64, settings: EmbedderSettings | None = None
+    model: str, *, device: str | None = None, batch_size: int = EMBED_BATCH_SIZE, settings: EmbedderSettings | None = None
 ) -> Embedder:
     """``EMBEDDER_BACKEND=onnx`` (ONNX Runtime, CPU) or ``torch`` (sentence-transformers on ``device``).
 

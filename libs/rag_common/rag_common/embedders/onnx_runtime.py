@@ -5,7 +5,7 @@ cached next to a hash of those weights). Around it, what sentence-transformers d
 model, written out: the model's ``tokenizer.json`` (the fast tokenizer sentence-transformers uses)
 truncating at ``max_seq_length`` (``sentence_bert_config.json``) and padding each batch to its longest
 text; texts length-sorted into batches of ``batch_size``; mean pooling over the attention mask; L2
-normalisation. Vectors match the torch embedder to float noise (cosine ≥ 0.99999, tests/embedders).
+normalisation. Vectors match the torch embedder to float noise (cosine ≥ 0.99999, tests/common/embedders).
 
 Loading needs ``onnxruntime`` and ``tokenizers`` only (``rag-common[onnx]``); the export, made once,
 needs torch. Counting tokens and the truncation warning behave as in
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_common.embedders.models import ModelNotAvailableError
-from rag_common.embedders.prefixed import PrefixedBiEncoder
+from rag_common.embedders.prefixed import EMBED_BATCH_SIZE, PrefixedBiEncoder
 from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
 from rag_common.embedders.truncation import warn_truncation
 
@@ -32,11 +32,11 @@ class OnnxEmbedder(PrefixedBiEncoder):
 
     def __init__(
         self,
-        model: str = "all-MiniLM-L6-v2",
+        model: str,
         *,
         cache_dir: str | Path | None = None,
-        threads: int = 0,
-        batch_size: int = 64,
+        threads: int,
+        batch_size: int = EMBED_BATCH_SIZE,
         query_prefix: str = "",
         document_prefix: str = "",
     ) -> None:

@@ -18,6 +18,10 @@ import numpy as np
 
 from rag_common.embedders.models import resolve_model_path
 
+#: Texts per forward pass of a bi-encoder unless its caller says otherwise (the reranker passes its
+#: ``RERANKER_BATCH_SIZE``); no setting of the other services holds it.
+EMBED_BATCH_SIZE = 64
+
 
 class PrefixedBiEncoder(ABC):
     #: ``EMBEDDER_BACKEND`` value of the subclass.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rag_common.embedders.prefixed import PrefixedBiEncoder
+from rag_common.embedders.prefixed import EMBED_BATCH_SIZE, PrefixedBiEncoder
 from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
 from rag_common.embedders.truncation import warn_truncation
 
@@ -22,10 +22,10 @@ class SentenceTransformerEmbedder(PrefixedBiEncoder):
 
     def __init__(
         self,
-        model: str = "all-MiniLM-L6-v2",
+        model: str,
         *,
         device: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = EMBED_BATCH_SIZE,
         query_prefix: str = "",
         document_prefix: str = "",
     ) -> None:

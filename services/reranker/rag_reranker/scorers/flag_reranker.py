@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_common.embedders import ModelNotAvailableError
-from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder
+from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder, ScorerOptions
 
 logger = logging.getLogger(__name__)
 
@@ -59,15 +59,8 @@ class FlagRerankerScorer(LocalCrossEncoder):
 
     _reranker = None
 
-    def __init__(
-        self,
-        model: str,
-        max_length: int = 512,
-        sigmoid: bool = True,
-        batch_size: int = 32,
-        device: str | None = None,
-    ) -> None:
-        super().__init__(model, max_length=max_length, sigmoid=sigmoid, batch_size=batch_size, device=device)
+    def __init__(self, model: str, options: ScorerOptions, *, device: str | None = None) -> None:
+        super().__init__(model, options, device=device)
         # FlagReranker is not safe to call from several threads at once: each call re-applies
         # truncation settings to the shared fast tokenizer and may move or cast the model.
         self._inference_lock = threading.Lock()

@@ -3,9 +3,31 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_common.embedders import resolve_model_path
+
+if TYPE_CHECKING:
+    from rag_reranker.settings import RerankerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerOptions:
+    """How a cross-encoder reads its pairs: at most ``max_length`` tokens of a (query, passage) pair
+    (capped at what the model supports), scores through a sigmoid (probabilities) or as raw logits,
+    ``batch_size`` pairs per forward pass. No defaults of its own: ``of(settings)``, whose
+    ``cross_encoder_max_length``, ``cross_encoder_sigmoid`` and ``batch_size`` are the one source."""
+
+    max_length: int
+    sigmoid: bool
+    batch_size: int
+
+    @classmethod
+    def of(cls, settings: RerankerSettings) -> ScorerOptions:
+        """``RERANKER_CROSS_ENCODER_MAX_LENGTH``, ``_CROSS_ENCODER_SIGMOID`` and ``_BATCH_SIZE``."""
+        return cls(settings.cross_encoder_max_length, settings.cross_encoder_sigmoid, settings.batch_size)
 
 
 class LocalCrossEncoder:
@@ -15,14 +37,8 @@ class LocalCrossEncoder:
     resolved at construction so a missing model fails at start-up, never by downloading.
     """
 
-    def __init__(
-        self,
-        model: str,
-        max_length: int = 512,
-        sigmoid: bool = True,
-        batch_size: int = 32,
-        device: str | None = None,
-    ) -> None:
+    def __init__(self, model: str, options: ScorerOptions, *, device: str | None = None) -> None:
+        max_length, sigmoid, batch_size = options.max_length, options.sigmoid, options.batch_size
         if max_length < 1:
             raise ValueError(f"max_length must be positive, got {max_length}")
         if batch_size < 1:

@@ -38,7 +38,8 @@ def median_lambda(lambdas: list[float]) -> float:
 
 
 class AdaptiveLambdaSelector:
-    def __init__(self, evaluator: LambdaEvaluator, *, concurrency: int = 4) -> None:
+    def __init__(self, evaluator: LambdaEvaluator, *, concurrency: int) -> None:
+        """``concurrency``: the settings' ``evaluator_concurrency``, the one source of its default."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be positive, got {concurrency}")
         self._evaluator = evaluator

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rag_common.schemas import DiffusionSpec, RerankStageSpec
 from rag_reranker.stages.base import CandidateSet, StageOutcome
 from rag_reranker.stages.graph_diffusion import GraphDiffusionReranker
+
+if TYPE_CHECKING:
+    from rag_reranker.settings import RerankerSettings
 
 
 class DiffusionStage:
     name = "diffusion"
 
-    def __init__(self, alpha: float = 0.85, top_k_edges: int | None = None) -> None:
+    def __init__(self, alpha: float, top_k_edges: int | None) -> None:
+        """What a request that names neither gets: the settings' (``of``, the one source)."""
         self.alpha = alpha
         self.top_k_edges = top_k_edges
+
+    @classmethod
+    def of(cls, settings: RerankerSettings) -> DiffusionStage:
+        return cls(alpha=settings.diffusion_alpha, top_k_edges=settings.diffusion_top_k_edges)
 
     async def run(self, candidates: CandidateSet, spec: RerankStageSpec) -> StageOutcome:
         assert isinstance(spec, DiffusionSpec)

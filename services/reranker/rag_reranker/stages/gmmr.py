@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-DEFAULT_LAMBDAS: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11))
-
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
@@ -60,10 +58,11 @@ class GeometricMMR:
         query: np.ndarray,
         candidates: np.ndarray,
         k: int,
-        lambdas: tuple[float, ...] = DEFAULT_LAMBDAS,
+        lambdas: tuple[float, ...],
         relevance: np.ndarray | None = None,
     ) -> dict[float, list[int]]:
-        """Selections for several lambdas (for a query-adaptive lambda policy to choose from).
+        """Selections for several ``lambdas`` (for a query-adaptive lambda policy to choose from; the
+        service sweeps its settings' ``adaptive_lambdas``).
 
         Normalisation and the query similarities are computed once and shared by all lambdas.
         """

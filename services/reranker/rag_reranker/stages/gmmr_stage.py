@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -12,6 +12,9 @@ from rag_common.schemas import GmmrSpec, RerankStageSpec
 from rag_reranker.stages.adaptive_lambda import AdaptiveLambdaSelector
 from rag_reranker.stages.base import CandidateSet, StageOutcome
 from rag_reranker.stages.gmmr import GeometricMMR
+
+if TYPE_CHECKING:
+    from rag_reranker.settings import RerankerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -21,18 +24,29 @@ class GmmrStage:
 
     def __init__(
         self,
-        default_lambda: float = 0.7,
+        default_lambda: float,
         *,
-        default_relevance: Literal["cosine", "scores"] = "scores",
-        adaptive: AdaptiveLambdaSelector | None = None,
-        lambdas: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 11)),
-        adaptive_timeout_s: float = 60.0,
+        default_relevance: Literal["cosine", "scores"],
+        adaptive: AdaptiveLambdaSelector | None,
+        lambdas: tuple[float, ...],
+        adaptive_timeout_s: float,
     ) -> None:
+        """Everything but ``adaptive`` is the settings' (``of``, the one source of their defaults)."""
         self.default_lambda = default_lambda
         self.default_relevance = default_relevance
         self._adaptive = adaptive
         self._lambdas = lambdas
         self._adaptive_timeout_s = adaptive_timeout_s
+
+    @classmethod
+    def of(cls, settings: RerankerSettings, *, adaptive: AdaptiveLambdaSelector | None) -> GmmrStage:
+        return cls(
+            settings.mmr_lambda,
+            default_relevance=settings.mmr_relevance,
+            adaptive=adaptive,
+            lambdas=tuple(settings.adaptive_lambdas),
+            adaptive_timeout_s=settings.evaluator_timeout_s,
+        )
 
     async def run(self, candidates: CandidateSet, spec: RerankStageSpec) -> StageOutcome:
         assert isinstance(spec, GmmrSpec)

@@ -51,7 +51,7 @@ class GraphDiffusionReranker:
 
     def __init__(
         self,
-        alpha: float = 0.85,
+        alpha: float,
         tol: float = 1e-6,
         max_iter: int = 100,
         top_k_edges: int | None = None,

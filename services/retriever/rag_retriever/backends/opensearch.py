@@ -25,10 +25,10 @@ from rag_retriever.backends.base import (
     ChunkWriteError,
     Filters,
     FusionSettings,
+    GraphOptions,
     IndexMismatchError,
 )
-from rag_retriever.graph_retrieval import GraphOptions
-from rag_retriever.records import ChunkRecord, ScoredChunk
+from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
 from rag_retriever.settings import RetrieverSettings
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ class OpenSearchBackend:
         client: AsyncOpenSearch,
         config: dsl.IndexConfig,
         *,
-        fusion: FusionSettings = FusionSettings(),
+        fusion: FusionSettings,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self._client = client
@@ -235,7 +235,7 @@ class OpenSearchBackend:
         if k <= 0:
             return []
         body = dsl.dense_search_body(
-            vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors,
+            vector, k, filters, self.config.hnsw.ef_search, access=access, with_vectors=with_vectors,
             with_sentence_vectors=with_sentence_vectors,
         )
         response = await self._client.search(index=self.alias, body=body)
@@ -264,7 +264,7 @@ class OpenSearchBackend:
             return []
         pipeline = await self._ensure_pipeline(fusion)
         body = dsl.hybrid_search_body(
-            query, vector, k, filters, self.config.ef_search, access=access, with_vectors=with_vectors,
+            query, vector, k, filters, self.config.hnsw.ef_search, access=access, with_vectors=with_vectors,
             with_sentence_vectors=with_sentence_vectors,
         )
         # The pipeline is what fuses: without search_pipeline the hybrid query is not normalised.
@@ -357,7 +357,7 @@ class OpenSearchBackend:
                     )
                     logger.warning(
                         "index %s: %s chunks written before tenants are now tenant %r, readable by all of it",
-                        index, result.get("updated"), dsl.DEFAULT_TENANT,
+                        index, result.get("updated"), DEFAULT_TENANT,
                     )
             elif meta.get("template_version") != dsl.TEMPLATE_VERSION:
                 logger.warning(

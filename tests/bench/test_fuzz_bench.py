@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ragctl.fuzzing import schemathesis_command
 from ragctl.stack import free_port
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from openapi_fuzz import count_operations, summarize_report  # noqa: E402
 
 

@@ -13,6 +13,10 @@ from prometheus_client import generate_latest
 
 from rag_common.llm_admission import LLMAdmission, LLMBusy
 from rag_common.service import retry_after_header, status_for
+from rag_common.settings import LLMSettings
+
+#: The longest wait for a slot by default (``LLM_MAX_QUEUE_WAIT_S``, the one source).
+MAX_WAIT_S = LLMSettings().max_queue_wait_s
 
 
 async def hold(admission: LLMAdmission, budget_s: float, release: asyncio.Event, started: list[int], n: int) -> None:
@@ -27,7 +31,7 @@ async def settle() -> None:
 
 
 async def test_free_slots_admit_at_once_and_a_full_house_queues_in_order() -> None:
-    admission = LLMAdmission("t-order", slots=2, max_queue=4, expected_call_s=5.0)
+    admission = LLMAdmission("t-order", slots=2, max_queue=4, expected_call_s=5.0, max_wait_s=MAX_WAIT_S)
     release, started = asyncio.Event(), []
     tasks = [asyncio.create_task(hold(admission, 60.0, release, started, n)) for n in range(4)]
     await settle()
@@ -40,7 +44,7 @@ async def test_free_slots_admit_at_once_and_a_full_house_queues_in_order() -> No
 
 
 async def test_a_call_that_cannot_be_served_within_its_budget_is_refused_at_once() -> None:
-    admission = LLMAdmission("t-budget", slots=1, max_queue=8, expected_call_s=10.0)
+    admission = LLMAdmission("t-budget", slots=1, max_queue=8, expected_call_s=10.0, max_wait_s=MAX_WAIT_S)
     release, started = asyncio.Event(), []
     holder = asyncio.create_task(hold(admission, 60.0, release, started, 0))
     await settle()
@@ -63,7 +67,7 @@ async def test_a_call_that_cannot_be_served_within_its_budget_is_refused_at_once
 
 
 async def test_a_full_queue_refuses_whatever_the_budget() -> None:
-    admission = LLMAdmission("t-queue", slots=1, max_queue=1, expected_call_s=1.0)
+    admission = LLMAdmission("t-queue", slots=1, max_queue=1, expected_call_s=1.0, max_wait_s=MAX_WAIT_S)
     release, started = asyncio.Event(), []
     tasks = [asyncio.create_task(hold(admission, 1000.0, release, started, n)) for n in range(2)]
     await settle()
@@ -76,14 +80,14 @@ async def test_a_full_queue_refuses_whatever_the_budget() -> None:
 
 async def test_a_free_slot_is_tried_even_when_the_mean_call_exceeds_the_budget() -> None:
     # Otherwise one slow spell could refuse every later call: only calls made bring the mean down.
-    admission = LLMAdmission("t-free", slots=1, max_queue=0, expected_call_s=100.0)
+    admission = LLMAdmission("t-free", slots=1, max_queue=0, expected_call_s=100.0, max_wait_s=MAX_WAIT_S)
     async with admission.slot(1.0):
         pass
     assert admission.mean_call_s < 100.0  # the quick call pulled the weighted mean down
 
 
 async def test_a_cancelled_waiter_leaves_the_queue() -> None:
-    admission = LLMAdmission("t-cancel", slots=1, max_queue=4, expected_call_s=1.0)
+    admission = LLMAdmission("t-cancel", slots=1, max_queue=4, expected_call_s=1.0, max_wait_s=MAX_WAIT_S)
     release, started = asyncio.Event(), []
     holder = asyncio.create_task(hold(admission, 60.0, release, started, 0))
     await settle()
@@ -100,7 +104,7 @@ async def test_a_cancelled_waiter_leaves_the_queue() -> None:
 
 
 async def test_queue_length_wait_and_refusals_are_in_the_metrics() -> None:
-    admission = LLMAdmission("t-metrics", slots=1, max_queue=0, expected_call_s=1.0)
+    admission = LLMAdmission("t-metrics", slots=1, max_queue=0, expected_call_s=1.0, max_wait_s=MAX_WAIT_S)
     release, started = asyncio.Event(), []
     holder = asyncio.create_task(hold(admission, 60.0, release, started, 0))
     await settle()

@@ -1,0 +1,1 @@
+"""Tests of rag_common.embedders: the ONNX and torch embedders, their export, span pooling."""
