@@ -16,12 +16,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 import asyncio
+import time
 
 import httpx
 import pytest
 from redis.asyncio import Redis
 
 from rag_gateway.api_keys import ApiKeyStore
+from rag_gateway.chat_models import Turn
+from rag_gateway.conversation_store import ConversationStore, owned_conversation
 from ragctl.ingest_client import IngestOptions, ingest
 
 pytestmark = pytest.mark.e2e
@@ -43,10 +46,10 @@ def _screenshot_path(tmp_path: Path, name: str) -> str:
 ANSWER_TIMEOUT_MS = 300_000
 
 
-async def _create_key(redis_url: str, tenant: str) -> str:
+async def _create_key(redis_url: str, tenant: str, user: str = "web-tester") -> str:
     redis = Redis.from_url(redis_url, decode_responses=True)
     try:
-        created = await ApiKeyStore(redis).create(tenant=tenant, user="web-tester", scopes=["chat", "ingest"])
+        created = await ApiKeyStore(redis).create(tenant=tenant, user=user, scopes=["chat", "ingest"])
         return created.token
     finally:
         await redis.aclose()
@@ -297,6 +300,122 @@ async def test_at_phone_width_everything_fits_and_works_from_the_keyboard(browse
         assert await p.evaluate("document.documentElement.scrollWidth") <= 390
         await p.keyboard.press("Escape")
         await panel.wait_for(state="hidden")
+        _no_csp_violations(opened)
+    finally:
+        await p.context.close()
+
+
+# ---------------------------------------------------------------- a long list, a long conversation
+
+#: Conversations of one user: the list must scroll in its own pane, never the page (issue 31, item 5).
+MANY_CONVERSATIONS = 200
+#: Turns of the conversation opened before asking, so that the message pane has to scroll too.
+LONG_CONVERSATION_TURNS = 12
+
+
+async def _seed_conversations(redis_url: str, owner: str) -> None:
+    """``MANY_CONVERSATIONS`` conversations of ``owner`` (``tenant/user``), written with the gateway's own
+    store exactly as a chat turn writes them (asking 200 questions through the LLM would take an hour);
+    the most recent one holds ``LONG_CONVERSATION_TURNS`` long turns."""
+    redis = Redis.from_url(redis_url, decode_responses=True)
+    store = ConversationStore(redis, max_turns=50, ttl_s=7 * 24 * 3600)
+    try:
+        for number in range(1, MANY_CONVERSATIONS + 1):
+            conversation = owned_conversation(owner, ConversationStore.new_id())
+            turns = LONG_CONVERSATION_TURNS if number == MANY_CONVERSATIONS else 1
+            for turn in range(turns):
+                message = f"Earlier question {number}.{turn + 1}: how does part {number} of the system behave under load?"
+                answer = f"Earlier answer {number}.{turn + 1}. " + "The service keeps working and reports its state. " * 8
+                await store.append(
+                    conversation,
+                    Turn(message=message, refined_query=message, answer=answer, created_at=time.time()),
+                )
+    finally:
+        await redis.aclose()
+
+
+@pytest.fixture(scope="module")
+async def many(web, redis_url: str) -> dict[str, str]:
+    """A user of the web-ui tenant (same documents) with ``MANY_CONVERSATIONS`` conversations."""
+    user = "many-conversations"
+    key = await _create_key(redis_url, "web-ui", user)
+    await _seed_conversations(redis_url, f"web-ui/{user}")
+    return {**web, "key": key}
+
+
+#: What the layout looks like to the user: the page's own height and scroll, the list's and the
+#: message pane's boxes and overflow.
+LAYOUT = """() => {
+    const list = document.getElementById('conversations');
+    const pane = document.getElementById('messages');
+    const box = (e) => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, height: r.height}; };
+    return {
+      pageHeight: document.scrollingElement.scrollHeight,
+      innerHeight: window.innerHeight,
+      scrollY: window.scrollY,
+      list: {scrollHeight: list.scrollHeight, clientHeight: list.clientHeight, overflowY: getComputedStyle(list).overflowY, box: box(list)},
+      pane: {scrollHeight: pane.scrollHeight, clientHeight: pane.clientHeight, overflowY: getComputedStyle(pane).overflowY, box: box(pane)},
+    };
+}"""
+
+VISIBLE_TURN = """() => {
+    const box = (e) => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, height: r.height}; };
+    const questions = document.querySelectorAll('#messages .message.user');
+    const answers = document.querySelectorAll('#messages .message.assistant .answer');
+    return {question: box(questions[questions.length - 1]), answer: box(answers[answers.length - 1])};
+}"""
+
+
+def _fits_the_window(layout: dict) -> None:
+    assert layout["pageHeight"] <= layout["innerHeight"] + 1, f"the page grew beyond the window: {layout}"
+    assert layout["scrollY"] == 0, f"the window scrolled: {layout}"
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 900), (390, 844)], ids=["desktop", "phone"])
+async def test_200_conversations_scroll_in_their_list_and_the_answer_stays_in_view(
+    browser, many, width: int, height: int, tmp_path: Path
+) -> None:
+    opened = await _open(browser, many, width=width, height=height)
+    p = opened.page
+    try:
+        items = p.locator("#conversations li[data-conversation]")
+        await items.nth(99).wait_for()
+        assert await items.count() >= 100  # GET /v1/conversations lists the 100 most recent
+        layout = await p.evaluate(LAYOUT)
+        _fits_the_window(layout)
+        list_ = layout["list"]
+        assert list_["overflowY"] in ("auto", "scroll") and list_["scrollHeight"] > list_["clientHeight"], layout
+        assert list_["box"]["bottom"] <= height + 1, layout
+        assert await p.evaluate("document.documentElement.scrollWidth") <= width
+        # The oldest listed conversation is reachable by scrolling the list itself.
+        await items.last.scroll_into_view_if_needed()
+        last = await items.last.bounding_box()
+        assert last is not None and last["y"] + last["height"] <= height + 1
+        _fits_the_window(await p.evaluate(LAYOUT))
+
+        # Open the long conversation (the most recent one): the message pane scrolls on its own.
+        await items.first.locator("button.open").click()
+        await p.locator("#messages .message.user").nth(LONG_CONVERSATION_TURNS - 1).wait_for()
+        layout = await p.evaluate(LAYOUT)
+        _fits_the_window(layout)
+        pane = layout["pane"]
+        assert pane["overflowY"] in ("auto", "scroll") and pane["scrollHeight"] > pane["clientHeight"], layout
+
+        bubble = await _ask(p, DEMO_QUESTION)
+        assert await bubble.locator(".feedback").count() == 1, await bubble.inner_text()
+        layout = await p.evaluate(LAYOUT)
+        _fits_the_window(layout)
+        seen = await p.evaluate(VISIBLE_TURN)
+        pane_box, answer, question = layout["pane"]["box"], seen["answer"], seen["question"]
+        # The answer is in the window and inside the message pane: all of it when it fits in the pane,
+        # else its beginning at the top of the pane.
+        assert answer["height"] > 0, seen
+        assert 0 <= pane_box["top"] - 1 <= answer["top"] < min(pane_box["bottom"], layout["innerHeight"]), (seen, layout)
+        if answer["bottom"] - question["top"] <= pane_box["height"]:
+            # Question and answer fit together: both are in view.
+            assert pane_box["top"] - 1 <= question["top"] and answer["bottom"] <= pane_box["bottom"] + 1, (seen, layout)
+            assert answer["bottom"] <= layout["innerHeight"], (seen, layout)
+        await p.screenshot(path=str(tmp_path / f"web-ui-many-{width}x{height}.png"))
         _no_csp_violations(opened)
     finally:
         await p.context.close()

@@ -3,7 +3,7 @@
 // server or a document says is never parsed as markup.
 
 import { Api, ApiError } from "./api.js";
-import type { AuthConfig, ChatResponse, Citation, ConversationSummary, Rating, Turn } from "./api.js";
+import type { AuthConfig, ChatResponse, Citation, ConversationSummary, Rating } from "./api.js";
 import { finishOidc, forgetToken, startOidc, storeToken, storedToken } from "./auth.js";
 import { abstentionText, degradedText } from "./wording.js";
 
@@ -24,6 +24,18 @@ function el<K extends keyof HTMLElementTagNameMap>(
   for (const [name, value] of Object.entries(props.attrs ?? {})) node.setAttribute(name, value);
   for (const child of children) node.append(child);
   return node;
+}
+
+/** Scrolls the message pane (never the window) so that the newest exchange is in view: the question
+ * and all of its answer when they fit together, else the question at the top with the beginning of
+ * the answer under it (the user reads on by scrolling the pane). */
+function revealTurn(question: HTMLElement, answer: HTMLElement): void {
+  const pane = $("messages");
+  const paneTop = pane.getBoundingClientRect().top + pane.clientTop;
+  const margin = 8;
+  const top = question.getBoundingClientRect().top - paneTop + pane.scrollTop - margin;
+  const bottom = answer.getBoundingClientRect().bottom - paneTop + pane.scrollTop + margin;
+  pane.scrollTop = Math.max(0, bottom - top <= pane.clientHeight ? bottom - pane.clientHeight : top);
 }
 
 function messageOf(error: unknown): string {
@@ -205,15 +217,18 @@ class App {
       this.turnCount = conversation.turns.length;
       const messages = $("messages");
       messages.replaceChildren();
-      conversation.turns.forEach((turn: Turn, index: number) => {
-        messages.append(el("div", { className: "message user", text: turn.message }));
-        const bubble = el("div", { className: "message assistant" });
-        messages.append(bubble);
+      let question: HTMLElement | null = null;
+      let bubble: HTMLElement | null = null;
+      for (const [index, turn] of conversation.turns.entries()) {
+        question = el("div", { className: "message user", text: turn.message });
+        bubble = el("div", { className: "message assistant" });
+        messages.append(question, bubble);
         this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained }, index);
-      });
+      }
       this.closeSource();
       this.markCurrent();
-      messages.scrollTop = messages.scrollHeight;
+      // The last exchange in view, as after asking it.
+      if (question !== null && bubble !== null) revealTurn(question, bubble);
     } catch (error) {
       this.notice(messageOf(error));
       await this.loadConversations();
@@ -247,13 +262,14 @@ class App {
     input.value = "";
     const messages = $("messages");
     messages.querySelector(":scope > p.hint")?.remove();
-    messages.append(el("div", { className: "message user", text: message }));
+    const question = el("div", { className: "message user", text: message });
+    messages.append(question);
     const bubble = el("div", { className: "message assistant streaming", attrs: { "aria-busy": "true" } });
     const answer = el("div", { className: "answer" });
     const status = el("p", { className: "meta-line", text: "Searching the documents…" });
     bubble.append(answer, status);
     messages.append(bubble);
-    messages.scrollTop = messages.scrollHeight;
+    revealTurn(question, bubble);
     let final: ChatResponse | null = null;
     try {
       await this.api.chatStream(message, this.conversationId, (event) => {
@@ -265,7 +281,7 @@ class App {
           case "token":
             answer.append(event.data.text);
             bubble.dataset["tokens"] = String(Number(bubble.dataset["tokens"] ?? "0") + 1);
-            messages.scrollTop = messages.scrollHeight;
+            revealTurn(question, bubble);
             break;
           case "final":
             final = event.data;
@@ -278,6 +294,7 @@ class App {
       const response: ChatResponse = final;
       this.conversationId = response.conversation_id;
       this.renderAnswer(bubble, response, this.turnCount);
+      revealTurn(question, bubble);
       this.turnCount += 1;
       await this.loadConversations();
       this.markCurrent();
@@ -286,10 +303,12 @@ class App {
       bubble.removeAttribute("aria-busy");
       status.remove();
       bubble.append(el("p", { className: "error", text: `No answer: ${messageOf(error)}`, attrs: { role: "alert" } }));
+      revealTurn(question, bubble);
     } finally {
       this.busy = false;
       ($("send") as HTMLButtonElement).disabled = false;
-      input.focus();
+      // The answer just shown keeps its place: focusing the question box scrolls nothing.
+      input.focus({ preventScroll: true });
     }
   }
 

@@ -22,6 +22,17 @@ function el(tag, props = {}, ...children) {
         node.append(child);
     return node;
 }
+/** Scrolls the message pane (never the window) so that the newest exchange is in view: the question
+ * and all of its answer when they fit together, else the question at the top with the beginning of
+ * the answer under it (the user reads on by scrolling the pane). */
+function revealTurn(question, answer) {
+    const pane = $("messages");
+    const paneTop = pane.getBoundingClientRect().top + pane.clientTop;
+    const margin = 8;
+    const top = question.getBoundingClientRect().top - paneTop + pane.scrollTop - margin;
+    const bottom = answer.getBoundingClientRect().bottom - paneTop + pane.scrollTop + margin;
+    pane.scrollTop = Math.max(0, bottom - top <= pane.clientHeight ? bottom - pane.clientHeight : top);
+}
 function messageOf(error) {
     if (error instanceof ApiError && error.status === 401)
         return "Your sign-in was not accepted or has expired. Sign in again.";
@@ -200,15 +211,19 @@ class App {
             this.turnCount = conversation.turns.length;
             const messages = $("messages");
             messages.replaceChildren();
-            conversation.turns.forEach((turn, index) => {
-                messages.append(el("div", { className: "message user", text: turn.message }));
-                const bubble = el("div", { className: "message assistant" });
-                messages.append(bubble);
+            let question = null;
+            let bubble = null;
+            for (const [index, turn] of conversation.turns.entries()) {
+                question = el("div", { className: "message user", text: turn.message });
+                bubble = el("div", { className: "message assistant" });
+                messages.append(question, bubble);
                 this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained }, index);
-            });
+            }
             this.closeSource();
             this.markCurrent();
-            messages.scrollTop = messages.scrollHeight;
+            // The last exchange in view, as after asking it.
+            if (question !== null && bubble !== null)
+                revealTurn(question, bubble);
         }
         catch (error) {
             this.notice(messageOf(error));
@@ -244,13 +259,14 @@ class App {
         input.value = "";
         const messages = $("messages");
         messages.querySelector(":scope > p.hint")?.remove();
-        messages.append(el("div", { className: "message user", text: message }));
+        const question = el("div", { className: "message user", text: message });
+        messages.append(question);
         const bubble = el("div", { className: "message assistant streaming", attrs: { "aria-busy": "true" } });
         const answer = el("div", { className: "answer" });
         const status = el("p", { className: "meta-line", text: "Searching the documents…" });
         bubble.append(answer, status);
         messages.append(bubble);
-        messages.scrollTop = messages.scrollHeight;
+        revealTurn(question, bubble);
         let final = null;
         try {
             await this.api.chatStream(message, this.conversationId, (event) => {
@@ -262,7 +278,7 @@ class App {
                     case "token":
                         answer.append(event.data.text);
                         bubble.dataset["tokens"] = String(Number(bubble.dataset["tokens"] ?? "0") + 1);
-                        messages.scrollTop = messages.scrollHeight;
+                        revealTurn(question, bubble);
                         break;
                     case "final":
                         final = event.data;
@@ -276,6 +292,7 @@ class App {
             const response = final;
             this.conversationId = response.conversation_id;
             this.renderAnswer(bubble, response, this.turnCount);
+            revealTurn(question, bubble);
             this.turnCount += 1;
             await this.loadConversations();
             this.markCurrent();
@@ -285,11 +302,13 @@ class App {
             bubble.removeAttribute("aria-busy");
             status.remove();
             bubble.append(el("p", { className: "error", text: `No answer: ${messageOf(error)}`, attrs: { role: "alert" } }));
+            revealTurn(question, bubble);
         }
         finally {
             this.busy = false;
             $("send").disabled = false;
-            input.focus();
+            // The answer just shown keeps its place: focusing the question box scrolls nothing.
+            input.focus({ preventScroll: true });
         }
     }
     renderAnswer(bubble, response, turnIndex) {
