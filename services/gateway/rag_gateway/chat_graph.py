@@ -263,7 +263,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         degraded: list[str] = []
         with _Timer("rerank") as timer:
             if not candidates:
-                passages, stages = [], []
+                passages = []
             else:
                 try:
                     result = await services.reranker.post(
@@ -286,14 +286,13 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                         raise DependencyFailed("reranker", "bad_response", str(exc)) from exc
                 except DependencyFailed as exc:
                     logger.warning("rerank bypassed, keeping the retriever's order: %s", exc)
-                    passages, stages = candidates[:top_k], []
+                    passages = candidates[:top_k]
                     degraded.append(describe_failure(exc, "kept the retriever's order"))
                 else:
-                    stages = result.stages
                     degraded.extend(
                         f"reranker stage {r.name} failed: {r.reason}"[:300] for r in result.reports if r.status == "failed"
                     )
-        return {"passages": passages, "rerank_stages": stages, "degraded": degraded, "timings_ms": timer.ms}
+        return {"passages": passages, "degraded": degraded, "timings_ms": timer.ms}
 
     async def generate(state: ChatState) -> dict[str, Any]:
         refined = state.refinement()

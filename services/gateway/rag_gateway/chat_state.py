@@ -55,7 +55,6 @@ class ChatState:
     candidates: list[Passage] = field(default_factory=list)
     query_embedding: list[float] | None = None
     passages: list[Passage] = field(default_factory=list)
-    rerank_stages: list[str] = field(default_factory=list)
     generation: GenerateResponse | None = None
     #: Set by save_turn, the last node.
     result: ChatResult | None = None
