@@ -86,10 +86,16 @@ ingest-chaos: setup
 fuzz: setup
 	$(PY) bench/openapi_fuzz.py $(FUZZ_ARGS)
 
-# Offline evaluation (docs/evaluation.md): the ablation matrix on the four datasets, reports in reports/.
-# Resumable; EVAL_ARGS adds options, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".
+# Offline evaluation (docs/evaluation.md): the ablation matrix on the four English datasets and on XQuAD in
+# its four shared languages (xquad-en, -ro, -de, -es; a language not on this machine is skipped, saying so),
+# then extractive answers through the served chain on XQuAD (200 seeded questions per language: share that
+# contains a gold answer, abstentions, off-topic abstentions), reports in reports/.
+# Resumable; EVAL_ARGS adds options to both, e.g. EVAL_ARGS="--limit 30" or EVAL_ARGS="--llm".
 # DATASET picks one dataset, or your own folder in BEIR layout: make eval DATASET=path/to/folder
+# ANSWERS picks the answers' datasets (default xquad with DATASET=all, else none): a folder with answers.jsonl too.
 DATASET ?= all
+ANSWERS ?= $(if $(filter all,$(DATASET)),xquad,)
 .PHONY: eval
 eval: setup
 	$(PY) -m ragctl.cli eval --ablation --dataset "$(DATASET)" $(EVAL_ARGS)
+	$(if $(ANSWERS),$(PY) -m ragctl.cli eval --answers --dataset "$(ANSWERS)" $(EVAL_ARGS))

@@ -4,6 +4,7 @@ missing (scripts/ensure_chromium.sh)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,3 +36,13 @@ async def launched_chromium() -> AsyncIterator[object]:
             yield browser
         finally:
             await browser.close()
+
+
+def final_chat_event(body: str) -> dict:
+    """The ``final`` event's data in the whole body of a chat stream (``POST /v1/chat/stream``) the page
+    received, as Playwright's ``Response.text()`` gives it once the stream ended."""
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        lines = block.split("\n")
+        if "event: final" in lines:
+            return json.loads("\n".join(line.removeprefix("data: ") for line in lines if line.startswith("data: ")))
+    raise AssertionError(f"no final event in the chat stream {body!r}")

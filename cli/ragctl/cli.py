@@ -164,14 +164,17 @@ def up(
 @app.command("eval")
 def eval_command(
     dataset: list[str] = typer.Option(
-        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un or all, or a folder in BEIR layout "
-        "(corpus.jsonl, queries.jsonl, qrels/test.tsv); repeat or comma-separate"
+        ..., "--dataset", "-d", help="vaswani, hotpotqa, clapnq, mtrag-un, xquad (= xquad-en, xquad-ro, xquad-de, "
+        "xquad-es) or all (the eight), or a folder in BEIR layout (corpus.jsonl, queries.jsonl, qrels/test.tsv, "
+        "optional answers.jsonl); repeat or comma-separate"
     ),
     run: list[str] | None = typer.Option(
         None, "--run", "-r", help="A pipeline spec, e.g. hybrid+diffusion+gmmr:0.7 (repeatable; see docs/evaluation.md)"
     ),
     ablation: bool = typer.Option(False, "--ablation", help="The ablation matrix, compared with dense"),
-    limit: int | None = typer.Option(None, "--limit", min=1, help="A fixed random sample of this many queries"),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="A fixed random sample of this many queries (--answers: default 200)"
+    ),
     reports: Path = typer.Option(REPO_ROOT / "reports", "--reports", help="Report folder (one subfolder per dataset)"),
     llm: bool = typer.Option(
         False, "--llm", help="Allow LLM runs (LLM_* endpoint, or a local llama.cpp server if LLM_BASE_URL is unset)"
@@ -196,6 +199,17 @@ def eval_command(
     grid: str | None = typer.Option(
         None, "--grid", help="Also run a selection grid (defaults: fusion x gMMR x depth) for ragctl eval-select"
     ),
+    answers: bool = typer.Option(
+        False, "--answers", help="Also extractive answers through the served chain on datasets with reference answers "
+        "(answers.jsonl): share containing a gold answer, abstentions, and abstentions on held-out off-topic questions",
+    ),
+    off_topic: int = typer.Option(
+        50, "--off-topic", min=0, help="--answers: questions of held-out documents asked against the rest (0 = none)"
+    ),
+    answers_baseline: Path | None = typer.Option(
+        None, "--answers-baseline", help="--answers: pair each dataset against this answers-extractive.json "
+        "(default: the first dataset of this command, when the question ids are shared)",
+    ),
 ) -> None:
     """Evaluate pipelines in-process on benchmark datasets; resumable (reruns skip queries already done)."""
     from ragctl.eval_command import run_eval
@@ -205,6 +219,7 @@ def eval_command(
             datasets=dataset, runs=run or [], ablation=ablation, limit=limit, reports=reports, llm=llm,
             corpus_sample=corpus_sample, ks=ks, candidates=candidates, top_k=top_k, adaptive_limit=adaptive_limit,
             resamples=resamples, seed=seed, plots=plots, progress=progress, judge=judge, echo=typer.echo, grid=grid,
+            answers=answers, off_topic=off_topic, answers_baseline=answers_baseline,
         )
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
@@ -322,7 +337,8 @@ def keys_revoke(key_id: str = typer.Argument(..., help="The key id (`ragctl keys
 @app.command("calibrate")
 def calibrate_command(
     dataset: list[str] = typer.Option(
-        ["clapnq", "mtrag-un"], "--dataset", "-d", help="Datasets with answerable and unanswerable questions (repeatable; pooled)"
+        ["clapnq", "mtrag-un"], "--dataset", "-d", help="Datasets with answerable and unanswerable questions, or all "
+        "answerable with reference answers (xquad-ro, ...: off-topic questions from held-out documents); repeatable, pooled"
     ),
     fit_half: str = typer.Option("A", "--fit-half", help="Fit on half A or B of the seeded per-class split; report on the other"),
     seed: int = typer.Option(0, help="Seed of the split"),
@@ -333,6 +349,12 @@ def calibrate_command(
     ),
     report: Path | None = typer.Option(None, "--report", help="Also write the held-out report (both directions) as JSON"),
     index_cache: Path = typer.Option(REPO_ROOT / "reports" / ".index", "--index-cache", help="Reused embedded indexes"),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="All-answerable datasets (XQuAD): at most this many questions per class (seeded)"
+    ),
+    evaluate: bool = typer.Option(
+        False, "--evaluate", help="Fit nothing, write no gate: report the served gate (GENERATOR_GATE_PATH) on every row, per dataset"
+    ),
 ) -> None:
     """Fit the generator's answerability gate on one half of the datasets and report it on the other half."""
     from ragctl.calibrate_command import run_calibration
@@ -341,7 +363,7 @@ def calibrate_command(
         console.print("[red]--fit-half must be A or B[/]")
         raise typer.Exit(2)
     try:
-        summary = run_calibration(dataset, fit_half, seed, out, report, index_cache)
+        summary = run_calibration(dataset, fit_half, seed, out, report, index_cache, limit=limit, evaluate=evaluate)
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc

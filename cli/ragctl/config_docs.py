@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, EnvSettingsSource, NoDecode
 
-from rag_common.settings import EmbedderSettings, LLMSettings
+from rag_common.settings import EmbedderSettings, LanguageSettings, LLMSettings
 from rag_gateway.settings import GatewaySettings
 from rag_generator.settings import GeneratorSettings
 from rag_refiner.settings import RefinerSettings
@@ -54,17 +54,18 @@ class ServiceConfig:
 
 LLM = SharedSettings("LLM endpoint", "llm-endpoint", LLMSettings)
 EMBEDDER = SharedSettings("Embedder runtime", "embedder-runtime", EmbedderSettings)
+LANGUAGES = SharedSettings("Languages", "languages", LanguageSettings)
 
 # Which service opens which shared class (their runtime.py); a settings class missing here fails
 # tests/test_configuration_docs.py, which finds them all in the source.
 SERVICES: tuple[ServiceConfig, ...] = (
-    ServiceConfig("gateway", GatewaySettings, ()),
+    ServiceConfig("gateway", GatewaySettings, (LANGUAGES,)),
     ServiceConfig("refiner", RefinerSettings, (LLM,)),
-    ServiceConfig("retriever", RetrieverSettings, (EMBEDDER,)),
+    ServiceConfig("retriever", RetrieverSettings, (EMBEDDER, LANGUAGES)),
     ServiceConfig("reranker", RerankerSettings, (LLM, EMBEDDER)),
-    ServiceConfig("generator", GeneratorSettings, (LLM, EMBEDDER)),
+    ServiceConfig("generator", GeneratorSettings, (LLM, EMBEDDER, LANGUAGES)),
 )
-SHARED: tuple[SharedSettings, ...] = (LLM, EMBEDDER)
+SHARED: tuple[SharedSettings, ...] = (LLM, EMBEDDER, LANGUAGES)
 
 
 @dataclass(frozen=True)

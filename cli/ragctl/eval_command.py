@@ -15,12 +15,17 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rag_common.settings import LLMSettings
+    from rag_eval.evaluation import EvalOptions, Evaluator
 
+#: The four shared English datasets.
 DATASETS = ("vaswani", "hotpotqa", "clapnq", "mtrag-un")
+#: XQuAD in its shared languages (``xquad/<code>/`` under the datasets folder); ``xquad`` names all four.
+XQUAD = ("xquad-en", "xquad-ro", "xquad-de", "xquad-es")
 
 
 def parse_datasets(values: Sequence[str]) -> list[str]:
-    """Built-in names (``all`` = the four), and folders in BEIR layout (a path: kept as given)."""
+    """Built-in names (``all`` = the four English datasets and XQuAD's four languages; ``xquad`` = its
+    four languages), and folders in BEIR layout (a path: kept as given)."""
     from rag_eval.datasets.folder import is_dataset_folder
 
     names: list[str] = []
@@ -33,13 +38,16 @@ def parse_datasets(values: Sequence[str]) -> list[str]:
             if not name:
                 continue
             if name == "all":
-                names += list(DATASETS)
-            elif name in DATASETS or name == "mtrag":
+                names += [*DATASETS, *XQUAD]
+            elif name == "xquad":
+                names += list(XQUAD)
+            elif name in DATASETS or name in XQUAD or name == "mtrag":
                 names.append("mtrag-un" if name == "mtrag" else name)
             else:
                 raise ValueError(
-                    f"unknown dataset {name!r}; use {', '.join(DATASETS)}, all, or the path of a folder in BEIR "
-                    "layout (corpus.jsonl, queries.jsonl, qrels/test.tsv; docs/evaluation.md)"
+                    f"unknown dataset {name!r}; use {', '.join(DATASETS)}, xquad (or {', '.join(XQUAD)}), all, "
+                    "or the path of a folder in BEIR layout (corpus.jsonl, queries.jsonl, qrels/test.tsv; "
+                    "docs/evaluation.md)"
                 )
     return list(dict.fromkeys(names))
 
@@ -91,8 +99,13 @@ def run_eval(
     judge: int = 0,
     echo: Callable[[str], None] = print,
     grid: str | None = None,
+    answers: bool = False,
+    off_topic: int = 50,
+    answers_baseline: Path | None = None,
 ) -> int:
-    """Returns the number of datasets evaluated (skipped ones, e.g. missing files, do not count)."""
+    """Returns the number of datasets evaluated (skipped ones, e.g. missing files, do not count).
+    ``answers``: also the extractive answers through the served chain (``rag_eval.extractive_answers``)
+    on a seeded sample of ``limit`` questions (default 200) and ``off_topic`` held-out questions."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -113,8 +126,13 @@ def run_eval(
     grid_specs = grid_runs(grid) if grid else ()
     for spec in grid_specs:
         parse_run(spec, candidates=candidates, top_k=top_k)
-    if not runs and not ablation and not grid_specs:
-        raise ValueError("say what to run: --run SPEC (repeatable), --ablation and/or --grid NAME")
+    if not runs and not ablation and not grid_specs and not answers:
+        raise ValueError("say what to run: --run SPEC (repeatable), --ablation, --grid NAME and/or --answers")
+    baseline = None
+    if answers_baseline is not None:
+        from rag_eval.extractive_answers import load_summary
+
+        baseline = load_summary(answers_baseline)  # fail on a wrong path before loading any model
     with ExitStack() as stack:
         options = EvalOptions(
             reports=reports,
@@ -133,12 +151,61 @@ def run_eval(
         )
         evaluator = Evaluator(options, echo=echo)
         done = 0
+        answered: list[dict] = []
         for name in names:
-            result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation, grid=grid_specs))
-            if not result.skipped:
-                done += 1
+            evaluated = False
+            if runs or ablation or grid_specs:
+                result = asyncio.run(evaluator.evaluate(name, runs=runs, ablation=ablation, grid=grid_specs))
+                if result.skipped:
+                    continue
                 echo(f"{result.dataset}: reports in {reports / result.dataset}")
+                evaluated = True
+            if answers and (summary := _answers(evaluator, name, options, off_topic, echo)) is not None:
+                answered.append(summary)
+                evaluated = True
+            done += evaluated
+        if answered:
+            _answers_report(answered, baseline, options, echo)
     return done
+
+
+def _answers(evaluator: Evaluator, name: str, options: EvalOptions, off_topic: int, echo: Callable[[str], None]) -> dict | None:
+    """One dataset's extractive answers (written next to its reports), or None when it is not on this
+    machine or has no reference answers (Vaswani)."""
+    from rag_eval.answer_containment import answerable_questions
+    from rag_eval.datasets import DatasetNotFound, is_dataset_folder, load_dataset
+    from rag_eval.extractive_answers import DEFAULT_LIMIT, evaluate_answers, write_summary
+
+    try:
+        dataset = load_dataset(name, root=options.root)
+    except DatasetNotFound as exc:
+        echo(f"{name}: skipped, {exc}")
+        return None
+    if not is_dataset_folder(name):
+        dataset.name = name
+    if not answerable_questions(dataset):
+        echo(f"{dataset.name}: no answers run, no question has reference answers (answers.jsonl)")
+        return None
+    summary = asyncio.run(evaluate_answers(
+        dataset, evaluator.embedder, options.index_cache or (options.reports / ".index"),
+        limit=options.limit or DEFAULT_LIMIT, off_topic=off_topic, seed=options.seed, resamples=options.resamples,
+        echo=echo, progress=options.progress,
+    ))
+    echo(f"{dataset.name}: answers in {write_summary(summary, options.reports)}")
+    return summary
+
+
+def _answers_report(summaries: list[dict], baseline: dict | None, options: EvalOptions, echo: Callable[[str], None]) -> None:
+    """The table of the datasets' answers, and each paired against the baseline (default: the first
+    dataset, when they share question ids, as XQuAD's languages do)."""
+    from rag_eval.extractive_answers import compare, comparison_lines, table
+
+    echo(table(summaries))
+    reference = baseline if baseline is not None else summaries[0]
+    for summary in summaries:
+        if summary is reference or not set(summary["per_query"]) & set(reference["per_query"]):
+            continue
+        echo(comparison_lines(compare(summary, reference, resamples=options.resamples, seed=options.seed)))
 
 
 def compare_summaries(

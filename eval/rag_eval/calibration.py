@@ -1,9 +1,13 @@
 """Fit the generator's answerability gate on one half of a dataset, report it on the other half.
 
-The rows are what the served chain produces: the dataset's questions searched by the retriever's own
-runtime (hybrid, the gateway's candidate depth, the reranker's default chain being a pass-through
-without a cross-encoder, the gateway's ``top_k``), then ``AnswerGenerator.assess`` of the generator's
-own runtime computes the gate's features. Labels are the dataset's answerable / unanswerable. Each
+The rows are what the served chain produces (``rag_eval.served_chain``): the question's language
+named as the gateway names it, the dataset's questions searched by the retriever's own runtime
+(hybrid, the gateway's candidate depth), the reranker's default chain (a pass-through without a
+cross-encoder), the gateway's ``top_k``, then ``AnswerGenerator.assess`` of the generator's own
+runtime computes the gate's features. Labels are the dataset's answerable / unanswerable; a dataset
+whose questions are all answerable (XQuAD, in each language) gets its unanswerable questions by
+holding out half of its documents (:func:`off_topic_gate_rows`), so the gate is fitted and reported
+per language on in-language off-topic questions. Each
 class of each dataset is split into two seeded halves, A and B; the gate is fitted on one
 (``fit_half``, pooled over the datasets) and every figure reported is measured on the other, so
 nothing is fitted and scored on the same questions. Pooling datasets of different domains (ClapNQ's
@@ -18,6 +22,7 @@ LLM is needed to calibrate.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import random
 import subprocess
 from collections.abc import Sequence
@@ -28,13 +33,11 @@ from typing import Literal
 import numpy as np
 
 from rag_common.embedders import Embedder
-from rag_common.schemas import GenerateRequest, SearchRequest
+from rag_eval.answer_containment import document_group, held_out_split, sample_questions
 from rag_eval.datasets.types import Dataset, Query
-from rag_eval.harness import EVAL_ACCESS
-from rag_eval.pipeline import open_retriever
+from rag_eval.served_chain import open_served_chain
 from rag_gateway.settings import GatewaySettings
 from rag_generator.answerability import FEATURE_NAMES, AnswerabilityGate, fit_gate
-from rag_generator.runtime import open_runtime as open_generator
 from rag_generator.settings import GeneratorSettings
 
 Half = Literal["A", "B"]
@@ -67,29 +70,89 @@ def split_halves(queries: Sequence[Query], seed: int, *, prefix: str = "") -> di
     return halves
 
 
+#: The generator as the gate's features are computed: extractive, no gate (the features are what it scores).
+_UNGATED = {"mode": "extractive", "gate_path": "off"}
+
+
 async def gate_rows(dataset: Dataset, cache_dir: Path, embedder: Embedder, *, progress: bool = False) -> list[GateRow]:
-    """The gate's features for every labelled question of ``dataset``, through the served chain."""
-    gateway = GatewaySettings()
-    depth = max(gateway.retrieval_candidates, gateway.default_top_k)
+    """The gate's features for every labelled question of ``dataset``, through the served chain
+    (``rag_eval.served_chain``: the question's language named as the gateway names it)."""
     rows: list[GateRow] = []
-    async with open_retriever(dataset, cache_dir, embedder, progress=progress) as (retriever, _):
-        async with open_generator(GeneratorSettings(mode="extractive", gate_path="off"), embedder=embedder) as runtime:
-            search = retriever.search_services["min_max"]
-            for query in dataset.queries:
-                if query.answerable is None:
-                    continue
-                text = standalone_text(query)
-                found = await search.search(
-                    SearchRequest(query=text, top_k=depth, mode=gateway.search_mode, include_embeddings=True),
-                    EVAL_ACCESS,
-                )
-                passages = found.passages[: gateway.default_top_k]
-                assessment = await runtime.generator.assess(
-                    GenerateRequest(query=text, passages=passages, query_embedding=found.query_embedding)
-                )
-                vector = assessment.features.feature_vector() if assessment.features is not None else None
-                rows.append(GateRow(f"{dataset.name}/{query.id}", bool(query.answerable), vector))
+    settings = GeneratorSettings(**_UNGATED)
+    async with open_served_chain(dataset, cache_dir, embedder, generator_settings=settings, progress=progress) as (chain, _):
+        for query in dataset.queries:
+            if query.answerable is None:
+                continue
+            _, vector = await chain.features(standalone_text(query))
+            rows.append(GateRow(f"{dataset.name}/{query.id}", bool(query.answerable), vector))
     return rows
+
+
+def has_both_labels(dataset: Dataset) -> bool:
+    return {True, False} <= {q.answerable for q in dataset.queries}
+
+
+async def off_topic_gate_rows(
+    dataset: Dataset, cache_dir: Path, embedder: Embedder, *, seed: int, limit: int | None = None, progress: bool = False
+) -> tuple[list[GateRow], dict[str, Half]]:
+    """Rows for a dataset whose questions are all answerable (XQuAD): half of its document groups held
+    out (``rag_eval.answer_containment.held_out_split``), the rest indexed. Answerable rows: the kept
+    groups' questions whose gold passage reaches the generator (a gate cannot be blamed for a retrieval
+    miss); unanswerable rows: the held-out groups' questions, off-topic for that index. ``limit``: at
+    most this many questions of each class (seeded). Returns the rows and their fit halves, drawn per
+    document group from the group's name (:func:`group_halves`), so a question and its translations,
+    and the questions of one article, fall in the same half."""
+    split = held_out_split(dataset, seed)
+    classes = ((True, sample_questions(split.on_topic, limit, seed)), (False, sample_questions(split.off_topic, limit, seed)))
+    rows: list[GateRow] = []
+    group_of: dict[str, str] = {}
+    settings = GeneratorSettings(**_UNGATED)
+    async with open_served_chain(split.kept, cache_dir, embedder, generator_settings=settings, progress=progress) as (chain, _):
+        for answerable, questions in classes:
+            for query in questions:
+                gold = dataset.relevant(query.id)
+                retrieved, vector = await chain.features(query.text)
+                if answerable and not any(p.doc_id in gold for p in retrieved.passages):
+                    continue
+                row_id = f"{dataset.name}/{query.id}"
+                rows.append(GateRow(row_id, answerable, vector))
+                group_of[row_id] = document_group(min(gold))
+    return rows, group_halves(group_of, seed)
+
+
+def group_halves(group_of: dict[str, str], seed: int) -> dict[str, Half]:
+    """``{row id: "A"|"B"}``: each group's half from a seeded hash of its name alone (the same in every
+    dataset that names its groups alike, e.g. XQuAD's languages)."""
+
+    def half(group: str) -> Half:
+        digest = hashlib.sha256(f"{seed}:{group}".encode()).digest()
+        return "A" if digest[0] % 2 == 0 else "B"
+
+    return {row_id: half(group) for row_id, group in group_of.items()}
+
+
+def gate_report(rows: Sequence[GateRow], gate: AnswerabilityGate) -> dict:
+    """How ``gate`` (e.g. the shipped one) does on all of ``rows``: abstention and AUROC, pooled and per dataset."""
+    probability = np.array([gate.probability_of_vector(r.features) if r.features is not None else 0.0 for r in rows])
+    unanswerable = np.array([not r.answerable for r in rows])
+    abstain = probability < gate.threshold
+    report: dict = {"threshold": round(gate.threshold, 4), "all": _scored(abstain, unanswerable, probability)}
+    names = np.array([_dataset_of(r) for r in rows])
+    report["per_dataset"] = {
+        name: _scored(abstain[names == name], unanswerable[names == name], probability[names == name])
+        for name in sorted(set(names.tolist()))
+    }
+    return report
+
+
+def _scored(abstain: np.ndarray, unanswerable: np.ndarray, probability: np.ndarray) -> dict:
+    both = bool(unanswerable.any()) and bool((~unanswerable).any())
+    return {
+        "held_out": abstention_report(abstain, unanswerable),
+        "held_out_auroc": auroc(probability, ~unanswerable) if both else None,
+        "abstain_rate_answerable": round(float(abstain[~unanswerable].mean()), 4) if (~unanswerable).any() else None,
+        "abstain_rate_unanswerable": round(float(abstain[unanswerable].mean()), 4) if unanswerable.any() else None,
+    }
 
 
 def abstention_report(abstain: np.ndarray, unanswerable: np.ndarray, *, seed: int = 0, samples: int = 2000) -> dict:
@@ -147,10 +210,7 @@ def calibrate(rows: Sequence[GateRow], halves: dict[str, Half], fit_half: Half, 
     per_dataset = {}
     for name in sorted({_dataset_of(r) for r in held}):
         mine = np.array([_dataset_of(r) == name for r in held])
-        per_dataset[name] = {
-            "held_out": abstention_report(abstain[mine], unanswerable[mine]),
-            "held_out_auroc": auroc(probability[mine], ~unanswerable[mine]),
-        }
+        per_dataset[name] = _scored(abstain[mine], unanswerable[mine], probability[mine])
     report["per_dataset"] = per_dataset
     params["fitted_on"] = {
         **params.get("fitted_on", {}),

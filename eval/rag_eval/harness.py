@@ -86,7 +86,7 @@ class Retriever:
             return self.search_services[fusion]
         if dense_weight not in self._weighted:
             self._weighted[dense_weight] = self.runtime.search_with(
-                FusionSettings(method="min_max", dense_weight=dense_weight)
+                FusionSettings(method="min_max", dense_weight=dense_weight), weigh_by_language=False
             )
         return self._weighted[dense_weight]
 

@@ -30,7 +30,7 @@ from ragctl.ingest_client import IngestOptions, ingest
 pytestmark = pytest.mark.e2e
 
 pytest.importorskip("playwright.async_api")
-from browser import launched_chromium  # noqa: E402
+from browser import final_chat_event, launched_chromium  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -79,17 +79,28 @@ class Page:
         self.errors = errors
 
 
-async def _open(browser, web: dict[str, str], *, width: int = 1280, height: int = 860, sign_in: bool = True) -> Page:
-    context = await browser.new_context(viewport={"width": width, "height": height}, base_url=web["url"])
+#: The sign-in's field and button, and the new-chat button, as named in the page of each browser
+#: language the tests open it in (the page follows the browser's language: tests/gateway/test_web_language.py).
+SIGN_IN = {
+    "en-US": ("API key", "Sign in with the key", "New chat"),
+    "ro-RO": ("Cheie API", "Autentificare cu cheia", "Conversație nouă"),
+}
+
+
+async def _open(
+    browser, web: dict[str, str], *, width: int = 1280, height: int = 860, sign_in: bool = True, locale: str = "en-US"
+) -> Page:
+    context = await browser.new_context(viewport={"width": width, "height": height}, base_url=web["url"], locale=locale)
     page = await context.new_page()
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(str(error)))
     await page.goto("/")
     if sign_in:
-        await page.get_by_label("API key").fill(web["key"])
-        await page.get_by_role("button", name="Sign in with the key").click()
-        await page.get_by_role("button", name="New chat").wait_for()
+        key_field, sign_in_button, new_chat = SIGN_IN[locale]
+        await page.get_by_label(key_field).fill(web["key"])
+        await page.get_by_role("button", name=sign_in_button).click()
+        await page.get_by_role("button", name=new_chat).wait_for()
     return Page(page, errors)
 
 
@@ -100,10 +111,11 @@ async def page(browser, web) -> AsyncIterator[Page]:
     await opened.page.context.close()
 
 
-async def _ask(page, question: str):
-    """Types ``question`` and sends it with Enter; returns the answer's bubble once it is final."""
-    await page.get_by_label("Your question").fill(question)
-    await page.get_by_label("Your question").press("Enter")
+async def _ask(page, question: str, *, field: str = "Your question"):
+    """Types ``question`` into the question field (named ``field``) and sends it with Enter; returns the
+    answer's bubble once it is final."""
+    await page.get_by_label(field).fill(question)
+    await page.get_by_label(field).press("Enter")
     bubble = page.locator(".message.assistant").last
     await bubble.locator(".feedback, .error").first.wait_for(timeout=ANSWER_TIMEOUT_MS)
     return bubble
@@ -223,6 +235,37 @@ async def test_an_abstention_is_shown_as_such_with_its_reason(page: Page) -> Non
     assert "Try rephrasing" in text
     assert len(text) > len("No answer from the documents. Try rephrasing") + 10  # a reason in words
     assert await bubble.locator("button.cite").count() == 0
+
+
+#: The issue's Romanian user's question ("Where are conversations stored?").
+ROMANIAN_QUESTION = "Unde sunt stocate conversațiile?"
+
+
+async def test_a_romanian_reader_asks_in_romanian_in_the_romanian_page(browser, web) -> None:
+    """The page in the browser's language (Romanian) around the answer; which language the answer
+    itself is in is the chat flow's to decide and its tests check it, so it is not asserted here."""
+    opened = await _open(browser, web, locale="ro-RO")
+    p = opened.page
+    try:
+        assert await p.evaluate("document.documentElement.lang") == "ro"
+        async with p.expect_response(lambda response: response.url.endswith("/v1/chat/stream")) as streamed:
+            bubble = await _ask(p, ROMANIAN_QUESTION, field="Întrebarea ta")
+        assert await bubble.locator(".error").count() == 0, await bubble.inner_text()
+        await bubble.get_by_role("button", name="Răspuns bun").wait_for()
+        final = final_chat_event(await (await streamed.value).text())
+        if final["abstained"]:
+            notice = await bubble.locator(".notice.abstained").inner_text()
+            assert notice.startswith("Niciun răspuns din documente."), notice
+        else:
+            assert (await bubble.locator(".answer").inner_text()).strip()
+            if final["answer_mode"]:
+                mode = await bubble.locator("p.meta-line").inner_text()
+                assert mode in ("Răspuns citat din surse.", "Răspuns scris pe baza surselor și verificat."), mode
+        # The answer is marked with the language the service named (none when it named none).
+        assert await bubble.locator(".answer").get_attribute("lang") == (final.get("language") or None)
+        _no_csp_violations(opened)
+    finally:
+        await p.context.close()
 
 
 async def test_new_chat_reopen_and_delete_a_conversation(page: Page) -> None:

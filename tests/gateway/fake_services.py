@@ -11,7 +11,8 @@ Triggers in the message / query pick the behaviours the tests need:
 * generator (``POST /v1/generate``): "llm busy" → 503 with ``Retry-After: 7`` (its LLM queue is full);
   "bad gateway" → 502.
 * search: "flaky" → 503 (no ``Retry-After``) on the first call with that query, then answers, as a
-  restarting retriever; "search down" → 503 on every call.
+  restarting retriever; "search down" → 503 on every call; "nowhere" or "nicăieri" (or "nicaieri") → no passages (a
+  question the documents do not answer, in English or Romanian).
 * generator stream (``POST /v1/generate/stream``, SSE): "fail mid-stream" → two tokens then an
   ``error`` event (503); "llm timeout" → an ``error`` event (504); "revise" → the tokens of a draft,
   then a ``final`` with a different (verified) answer; "no final" → tokens and the stream just ends;
@@ -51,6 +52,7 @@ from rag_common.schemas import (
 _GREETING = re.compile(r"^\s*(hi|hello|hey|good (morning|evening))\b|\bthank", re.IGNORECASE)
 _META = re.compile(r"what (did|have) i ask", re.IGNORECASE)
 _OUT_OF_SCOPE = re.compile(r"\b(weather|joke)\b", re.IGNORECASE)
+_NOWHERE = re.compile(r"\b(nowhere|nic[ăa]ieri)\b", re.IGNORECASE)
 
 
 def fake_intent(message: str) -> str:
@@ -109,6 +111,8 @@ def build_fake_services(calls: list[tuple[str, dict]]) -> FastAPI:
             return JSONResponse({"error": "index is opening"}, status_code=503)
         header = request.headers.get(IDENTITY_HEADER)
         SEARCH_IDENTITIES.append(decode_identity(header) if header else None)
+        if _NOWHERE.search(body.query):
+            return SearchResponse(passages=[], mode=body.mode)
         vectors = [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]]
         passages = [
             Passage(

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from rag_common import messages
 from rag_common.schemas import HistoryTurn
 from rag_gateway.app import create_app
 from rag_common.history import turn_tokens
-from rag_gateway.settings import GatewaySettings
 
 from .support import gateway_settings
-
-DEFAULTS = GatewaySettings()
 
 
 def _names(calls: list) -> list[str]:
@@ -22,9 +20,9 @@ def _names(calls: list) -> list[str]:
 @pytest.mark.parametrize(
     "message, intent, answer, abstained",
     [
-        ("Hello there!", "chitchat", DEFAULTS.chitchat_reply, False),
-        ("thanks a lot", "chitchat", DEFAULTS.thanks_reply, False),
-        ("Will the weather be nice tomorrow?", "out_of_scope", DEFAULTS.out_of_scope_reply, True),
+        ("Hello there!", "chitchat", messages.message("chitchat", "en"), False),
+        ("thanks a lot", "chitchat", messages.message("thanks", "en"), False),
+        ("Will the weather be nice tomorrow?", "out_of_scope", messages.message("out_of_scope", "en"), True),
     ],
 )
 def test_non_rag_intents_answer_without_retrieval_and_are_stored(

@@ -31,7 +31,7 @@ def test_events_come_in_order_and_the_turn_is_saved(client: TestClient, fake_ser
     assert set(names[1:-1]) == {"token"} and len(names) > 3
     meta, final = events[0][1], events[-1][1]
     cid = meta["conversation_id"]
-    assert meta == {"conversation_id": cid, "refined_query": "What is Acme?", "intent": "rag"}
+    assert meta == {"conversation_id": cid, "refined_query": "What is Acme?", "intent": "rag", "language": "en"}
     assert "".join(data["text"] for name, data in events if name == "token") == final["answer"]
     assert final["conversation_id"] == cid and final["intent"] == "rag"
     assert final["answer"] == "answer to What is Acme? [1]" and final["citations"][0]["chunk_id"]

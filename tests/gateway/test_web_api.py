@@ -11,9 +11,9 @@ from urllib.parse import quote
 from fastapi.testclient import TestClient
 from redis.asyncio import Redis
 
+from rag_common.messages import message
 from rag_gateway.app import create_app
 from rag_gateway.chat_models import SourceChunk, Turn
-from rag_gateway.settings import GatewaySettings
 from rag_gateway.conversation_store import INDEX_PREFIX, SOURCES_PREFIX, ConversationStore, owned_conversation
 
 from .fake_services import UNREADABLE_DOCUMENTS
@@ -97,7 +97,7 @@ def test_a_source_or_answer_of_a_document_no_longer_readable_is_withheld(client:
     try:
         assert client.get(source_path).status_code == 404
         turns = client.get(f"/v1/conversations/{cid}").json()["turns"]
-        assert turns[0]["answer"] == GatewaySettings.model_fields["withheld_answer_reply"].default
+        assert turns[0]["answer"] == message("withheld_answer", "en")
         assert turns[0]["citations"] == [] and turns[0]["message"] == "What is Acme?"
         assert first["answer"] not in client.get(f"/v1/conversations/{cid}").text
         assert turns[1]["answer"] and turns[1]["intent"] == "chitchat"
@@ -124,7 +124,7 @@ def test_the_history_of_a_follow_up_withholds_an_answer_no_longer_readable(clien
     finally:
         UNREADABLE_DOCUMENTS.discard(doc_id)
     [refine] = [body for name, body in calls if name == "refine"]
-    withheld = GatewaySettings.model_fields["withheld_answer_reply"].default
+    withheld = message("withheld_answer", "en")
     assert refine["history"] == [{"question": "What is Acme?", "answer": withheld}]
     [generate] = [body for name, body in calls if name == "generate"]
     assert first["answer"] not in str(generate["history"])

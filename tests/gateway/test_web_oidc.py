@@ -94,7 +94,7 @@ async def browser() -> AsyncIterator[object]:
 
 async def test_sign_in_with_the_oidc_provider_then_chat(oidc_gateway, browser) -> None:
     gateway, issued = oidc_gateway
-    context = await browser.new_context(base_url=gateway)
+    context = await browser.new_context(base_url=gateway, locale="en-US")  # the page's words are English
     page = await context.new_page()
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from rag_common.embedders.base import Embedder
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
+from rag_common.messages import LanguagePolicy
 from rag_common.schemas import GenerateResponse, Passage
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator, GeneratorMode
@@ -197,6 +198,7 @@ def generator_with(
     embedder: Embedder,
     gate: AnswerabilityGate | None,
     model: ChatOpenAI | None = None,
+    language: LanguagePolicy | None = None,
     **overrides: Any,
 ) -> AnswerGenerator:
     """The generator wired as ``runtime.build_answer_generator`` wires it, around ``model``."""
@@ -217,6 +219,7 @@ def generator_with(
         gate=gate,
         max_passages=settings.max_passages,
         max_passage_chars=settings.max_passage_chars,
+        language=language or LanguagePolicy.of(),
     )
 
 

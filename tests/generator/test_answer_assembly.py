@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag_common.schemas import Citation, Passage
-from rag_generator.answer_assembly import ABSTAIN_MESSAGE, AnswerPart, abstention, answered, cite
+from rag_generator.answer_assembly import AnswerPart, abstention, answered, cite
 from rag_generator.evidence import EvidenceUnit, build_evidence, evidence_index
 
 from .conftest import PASSAGES
@@ -84,15 +84,16 @@ def test_extracted_sentences_keep_their_words_but_not_their_line_breaks(units: d
 
 
 def test_abstention() -> None:
-    response = abstention("no_supported_claim", answerability=0.8, citation_precision=0.0, claims_dropped=2,
+    response = abstention("no_supported_claim", language="en", answerability=0.8, citation_precision=0.0, claims_dropped=2,
                           repaired=True, degraded=["x"])
     assert response.model_dump() == {
-        "answer": ABSTAIN_MESSAGE, "citations": [], "abstained": True, "abstain_reason": "no_supported_claim",
+        "answer": "I could not find this in the documents.", "citations": [], "abstained": True,
+        "abstain_reason": "no_supported_claim",
         "mode": None, "answerability": 0.8, "citation_precision": 0.0, "claims_dropped": 2, "repaired": True,
         "degraded": ["x"],
     }
-    assert abstention("no_passages").model_dump() == {
-        "answer": ABSTAIN_MESSAGE, "citations": [], "abstained": True, "abstain_reason": "no_passages",
+    assert abstention("no_passages", language="ro").model_dump() == {
+        "answer": "Nu am găsit informația în documente.", "citations": [], "abstained": True, "abstain_reason": "no_passages",
         "mode": None, "answerability": None, "citation_precision": None, "claims_dropped": 0, "repaired": False,
         "degraded": [],
     }

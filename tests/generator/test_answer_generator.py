@@ -18,8 +18,9 @@ from rag_common.errors import DependencyFailed
 from rag_common.llm import build_chat_model
 from rag_common.schemas import GenerateRequest, GenerateResponse, HistoryTurn, Passage
 from rag_common.service import status_for
-from rag_common.settings import LLMSettings
-from rag_generator.answer_generator import ABSTAIN_MESSAGE, AnswerGenerator, GeneratorMode
+from rag_common.settings import LanguageSettings, LLMSettings
+from rag_common.messages import LanguagePolicy, message
+from rag_generator.answer_generator import AnswerGenerator, GeneratorMode
 from rag_generator.answerability import AnswerabilityGate, features_from_answer
 from rag_generator.claim_support import ClaimSupport
 from rag_generator.evidence import build_evidence
@@ -46,6 +47,8 @@ HEADQUARTERS_CLAIM = ("Zorblax Aerospace is headquartered in Tromsø, Norway.", 
 MOON_CLAIM = ("Zorblax was founded on the Moon by dolphins.", ["1.1"])
 NOT_JSON = '{"claims": [{"text": "Ingrid Halvorsen founded it", "evidence": ["1.2"]'
 EXTRACTIVE_FOUNDER_ANSWER = f"{FOUNDER_SENTENCE} [1]"
+#: The questions here are English: so is the abstention.
+ABSTAIN_MESSAGE = message("abstain", "en")
 Scripted = Callable[..., ScriptedChatOpenAI]
 
 
@@ -213,12 +216,43 @@ async def test_retriever_vectors_are_used_and_change_nothing(
     assert wrong_dim.model_dump() == plain.model_dump()
 
 
+# ------------------------------------------------------------------ the question's language
+
+
+async def test_a_romanian_question_that_the_passages_do_not_answer_gets_the_romanian_abstention(
+    embedder: SentenceTransformerEmbedder, gate: AnswerabilityGate, passages: list[Passage]
+) -> None:
+    # No language in the request: the generator names it from the query.
+    response = await generator_with("extractive", embedder, gate).generate(
+        request(passages, "Care este capitala statului Peru?")
+    )
+    assert (response.answer, response.abstained, response.abstain_reason) == (
+        "Nu am găsit informația în documente.", True, "not_answerable",
+    )
+
+
+async def test_the_callers_language_is_the_abstentions_and_an_unknown_one_takes_the_default(
+    embedder: SentenceTransformerEmbedder, gate: AnswerabilityGate
+) -> None:
+    generator = generator_with("extractive", embedder, gate)
+    # The gateway named the conversation's language: an English-looking query keeps it.
+    said = await generator.generate(request([], "Where is it?", language="ro"))
+    assert (said.answer, said.abstain_reason) == ("Nu am găsit informația în documente.", "no_passages")
+    english = await generator.generate(request([], FOUNDER_QUESTION))
+    assert english.answer == ABSTAIN_MESSAGE
+    # Nothing tells the language of "ok": RAG_DEFAULT_LANGUAGE's text.
+    romanian_default = LanguagePolicy.of(LanguageSettings(default_language="ro"))
+    unsure = await generator_with("extractive", embedder, gate, language=romanian_default).generate(request([], "ok"))
+    assert unsure.answer == "Nu am găsit informația în documente."
+    assert (await generator.generate(request([], "ok"))).answer == ABSTAIN_MESSAGE
+
+
 def test_a_generative_mode_needs_a_claim_writer(embedder: SentenceTransformerEmbedder) -> None:
     for mode in ("generative", "auto"):
         with pytest.raises(ValueError, match="needs an LLM"):
             AnswerGenerator(
                 mode=mode, extractive=ExtractiveAnswerer.of(GeneratorSettings(), embedder), support=ClaimSupport.of(GeneratorSettings(), embedder), writer=None,
-                gate=None, max_passages=6, max_passage_chars=1200,
+                gate=None, max_passages=6, max_passage_chars=1200, language=LanguagePolicy.of(),
             )
 
 

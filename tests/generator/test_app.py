@@ -21,9 +21,9 @@ import rag_generator.runtime as runtime_module
 from rag_common.embedders.onnx_runtime import OnnxEmbedder
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
 from rag_common.errors import DependencyFailed
+from rag_common.messages import message
 from rag_common.schemas import MAX_TOP_K, GenerateResponse, Passage
 from rag_common.settings import LLMSettings
-from rag_generator.answer_generator import ABSTAIN_MESSAGE
 from rag_generator.app import create_app, to_server_sent_event
 from rag_generator.settings import GeneratorSettings
 from rag_generator.stream_events import ErrorEvent, FinalEvent, TokenEvent
@@ -32,6 +32,8 @@ from ragctl.in_process import asgi_client
 from .conftest import FOUNDER_QUESTION, FOUNDER_SENTENCE, OFF_TOPIC_QUESTION, assert_citations_are_source_spans
 
 EXTRACTIVE_FOUNDER_ANSWER = f"{FOUNDER_SENTENCE} [1]"
+#: The questions here are English: so is the abstention.
+ABSTAIN_MESSAGE = message("abstain", "en")
 
 
 @pytest.fixture(autouse=True)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from rag_common.languages import UnsupportedLanguageError
 from rag_common.schemas import HistoryTurn, Passage
 from rag_generator.claim_prompt import SYSTEM_INSTRUCTIONS, build_claim_messages
 from rag_generator.claim_reply import ClaimReply, ReplyLimits
@@ -89,3 +91,22 @@ def test_the_worked_example_is_a_valid_reply_to_its_own_sources() -> None:
     assert parsed.claims and all(claim.evidence for claim in parsed.claims)
     assert json.loads(example_reply.content) == parsed.model_dump()
     assert example_block.content.endswith("Question: What causes tides?")
+
+
+def test_a_known_language_asks_for_the_claims_in_it() -> None:
+    system = build_claim_messages("Unde a fost fondată Zorblax?", UNITS, (), "ro")[0].content
+    assert system == SYSTEM_INSTRUCTIONS + " Write the claims in Romanian, the language of the question."
+    assert build_claim_messages(FOUNDER_QUESTION, UNITS, (), "de")[0].content.endswith("Write the claims in German, the language of the question.")
+    # Unknown language: the instructions measured before languages existed, word for word.
+    assert build_claim_messages(FOUNDER_QUESTION, UNITS)[0].content == SYSTEM_INSTRUCTIONS
+    assert "Romanian" not in SYSTEM_INSTRUCTIONS
+
+
+def test_the_language_changes_only_the_instructions() -> None:
+    english, romanian = build_claim_messages(FOUNDER_QUESTION, UNITS), build_claim_messages(FOUNDER_QUESTION, UNITS, (), "ro")
+    assert english[1:] == romanian[1:]
+
+
+def test_an_unsupported_language_code_is_an_error() -> None:
+    with pytest.raises(UnsupportedLanguageError):
+        build_claim_messages(FOUNDER_QUESTION, UNITS, (), "xx")

@@ -31,3 +31,9 @@ def test_long_replies_and_errors_are_cut() -> None:
     assert messages[2].content == "r" * REPAIR_REPLY_CHARS
     assert "e" * REPAIR_ERROR_CHARS + "\n" in messages[3].content
     assert "e" * (REPAIR_ERROR_CHARS + 1) not in messages[3].content
+
+
+def test_a_known_language_is_repeated_in_the_repair_request() -> None:
+    request = build_repair_messages(CONVERSATION, "x", "y", "ro")[3].content
+    assert request.endswith("using only the sentence ids shown. Write the claims in Romanian, the language of the question.")
+    assert build_repair_messages(CONVERSATION, "x", "y")[3].content.endswith("using only the sentence ids shown.")

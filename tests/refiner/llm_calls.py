@@ -13,10 +13,12 @@ from rag_refiner.rewrite_prompt import REWRITE_MAX_TOKENS
 
 
 class CallCounter(AsyncCallbackHandler):
-    """Counts chat-model calls started (a refused or hung call counts too), with each call's last message."""
+    """Counts chat-model calls started (a refused or hung call counts too), with each call's last message
+    (``prompts``) and its system message (``systems``)."""
 
     def __init__(self) -> None:
         self.prompts: list[str] = []
+        self.systems: list[str] = []
 
     @property
     def calls(self) -> int:
@@ -24,6 +26,7 @@ class CallCounter(AsyncCallbackHandler):
 
     async def on_chat_model_start(self, serialized: dict[str, Any], messages: list[list[Any]], **kwargs: Any) -> None:
         self.prompts.append(str(messages[0][-1].content))
+        self.systems.append(str(messages[0][0].content) if messages[0][0].type == "system" else "")
 
 
 def counted_chat_model(settings: LLMSettings) -> tuple[ChatOpenAI, CallCounter]:

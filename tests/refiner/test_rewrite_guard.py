@@ -74,3 +74,66 @@ def test_rejects_empty_and_overlong_rewrites(rewrite: str, check: str) -> None:
 def test_word_forms_and_possessives_compare_equal() -> None:
     assert content_words("Acme's printers founded") == content_words("acme printer founding")
     assert content_words("sports programing") == content_words("sport programming")
+
+
+STORAGE = [
+    HistoryTurn(
+        question="Unde sunt stocate conversațiile?",
+        answer="Conversațiile sunt stocate în baza de date PostgreSQL a serviciului.",
+    )
+]
+KEPT_FOR = "Și cât timp sunt păstrate?"
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        "Cât timp sunt păstrate conversațiile?",
+        "Cat timp sunt pastrate conversatiile?",  # the same words without diacritics
+        # Another form of the user's verb and new Romanian function words ("se", "în", "de").
+        "Cât timp se păstrează conversațiile în baza de date?",
+    ],
+)
+def test_accepts_a_good_romanian_rewrite(rewrite: str) -> None:
+    verdict = check_rewrite(rewrite, KEPT_FOR, STORAGE, max_query_chars=MAX_QUERY_CHARS, language="ro")
+    assert verdict.accepted, verdict.detail
+
+
+def test_without_the_language_romanian_inflection_reads_as_dropped_words() -> None:
+    # What the guard did before it knew the message's language: the English suffix strip cannot
+    # see that "păstrează" is "păstrate".
+    rewrite = "Cât timp se păstrează conversațiile în baza de date?"
+    assert check_rewrite(rewrite, KEPT_FOR, STORAGE, max_query_chars=MAX_QUERY_CHARS).failed_check == "dropped_user_words"
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "check", "word"),
+    [
+        ("Cât timp sunt păstrate conversațiile pe Windows?", "invented_words", "windo"),
+        ("Cât timp sunt păstrate conversațiile în 2020?", "invented_words", "2020"),
+        # A negation is a content word: adding it changes the question.
+        ("Cât timp nu sunt păstrate conversațiile?", "invented_words", "nu"),
+        ("Unde sunt stocate conversațiile?", "dropped_user_words", "timp"),
+        ("Cât timp sunt păstrate?", "no_added_context", ""),
+    ],
+)
+def test_rejects_a_bad_romanian_rewrite(rewrite: str, check: str, word: str) -> None:
+    verdict = check_rewrite(rewrite, KEPT_FOR, STORAGE, max_query_chars=MAX_QUERY_CHARS, language="ro")
+    assert (verdict.accepted, verdict.failed_check) == (False, check)
+    assert word in verdict.detail
+
+
+def test_romanian_words_compare_by_prefix_and_without_stop_words_or_diacritics() -> None:
+    assert content_words("Cum s-a schimbat taxa într-o lună?", "ro") == {"schim", "taxa", "luna"}
+    assert content_words("conversațiile", "ro") == content_words("conversatii", "ro")
+    assert content_words("nu", "ro") == {"nu"}
+    # Numbers are compared whole.
+    assert content_words("anul 201234", "ro") != content_words("anul 201299", "ro")
+
+
+def test_romanian_pronouns_make_a_message_lean_on_the_conversation() -> None:
+    long_message = "Cât costă în total cazarea acolo pentru un student din anul întâi?"
+    assert needs_context(long_message, "ro")
+    assert not needs_context("Cât costă în total cazarea la cămin pentru un student din anul întâi?", "ro")
+    # "sau" (or) is not the possessive "său" once diacritics are folded away.
+    assert not needs_context("Pot depune cererea online sau trebuie să merg la secretariat cu actele?", "ro")

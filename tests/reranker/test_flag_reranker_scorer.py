@@ -13,8 +13,9 @@ import pytest
 from rag_common.embedders import ModelNotAvailableError
 from rag_reranker.scorers.base import PairScorer
 from rag_reranker.scorers.cross_encoder import CrossEncoderScorer
-from rag_reranker.scorers.flag_reranker import FlagRerankerScorer, _model_token_limit
+from rag_reranker.scorers.flag_reranker import FlagRerankerScorer
 from rag_reranker.scorers.local_cross_encoder import ScorerOptions
+from rag_reranker.scorers.local_cross_encoder import model_token_limit as _model_token_limit
 from rag_reranker.settings import RerankerSettings
 
 #: How the scorers read pairs by default (``RerankerSettings``, the one source); tests pin values with ``replace``.

@@ -10,10 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from rag_common.embedders import Embedder
+from rag_common.languages import identifier_of
+from rag_common.settings import LanguageSettings
 from rag_common.sentence_vectors import SentenceVectorMode
 from rag_retriever.backends.base import HnswParams, IngestTarget
 from rag_retriever.backends.embedded import EmbeddedBackend
 from rag_retriever.chunking import Chunker, Tokenizer
+from rag_retriever.document_language import DocumentLanguages
 from rag_retriever.ingest_limits import IngestLimits
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.locking import ReadWriteLock
@@ -24,6 +27,8 @@ from rag_retriever.settings import RetrieverSettings
 SETTINGS = RetrieverSettings()
 #: The vector graph's parameters by default (``RETRIEVER_HNSW_*``).
 HNSW = HnswParams.of(SETTINGS)
+#: How the runtime names a document's language (``RAG_LANGUAGES`` by default: all 17).
+DOCUMENT_LANGUAGES = DocumentLanguages(identifier_of(LanguageSettings()), tuple(LanguageSettings().languages))
 
 
 def settings_chunker(tokenizer: Tokenizer, *args: Any, **options: Any) -> Chunker:
@@ -43,7 +48,9 @@ def build_ingestor(
     **options: Any,
 ) -> Ingestor:
     """An ingestor over any backend (a fake, OpenSearch's): no sentence vectors and no limits unless
-    the test asks for them."""
+    the test asks for them; documents' languages named as the runtime names them unless ``languages``
+    says otherwise (None: only declared ones)."""
+    options.setdefault("languages", DOCUMENT_LANGUAGES)
     return Ingestor(
         backend, embedder, chunker, lock or ReadWriteLock(), sentence_vectors=sentence_vectors,
         limits=limits or IngestLimits.unlimited(), **options,

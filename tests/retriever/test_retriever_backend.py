@@ -133,7 +133,10 @@ def test_dense_score_is_one_plus_cosine_over_two(loaded_index, corpus_chunks, em
     assert loaded_index.search_dense(vectors[3], k=1)[0].score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_bm25_stems_english(loaded_index):
+def test_bm25_stems_english(loaded_index, corpus_chunks):
+    # Stemmed in the chunks' own language (a chunk of no language is in the neutral fields only).
+    chunks, vectors = corpus_chunks
+    loaded_index.upsert([dataclasses.replace(chunk, language="en") for chunk in chunks], vectors)
     assert doc_ids(loaded_index.search_bm25("erupting volcano", k=1)) == ["volcanoes"]
     assert doc_ids(loaded_index.search_bm25("RUNNER runs", k=1)) == ["marathon"]
     assert loaded_index.search_bm25("?!", k=5) == []
@@ -348,7 +351,7 @@ async def test_a_format_1_index_is_upgraded_in_place_and_reingesting_adds_the_ha
 
     upgraded = EmbeddedBackend(path, dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
     try:
-        assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 3
+        assert json.loads((path / "meta.json").read_text())["format"] == embedded.FORMAT_VERSION == 4
         assert sorted(p.name for p in path.iterdir() if p.name not in SIDE_FILES) == ["graph.sqlite", "meta.json", "tantivy", "vectors.hnsw"]
         assert await upgraded.count() == CORPUS_SIZE
         assert doc_ids(await upgraded.search_dense(vectors[0], 1)) == ["tcp"]  # labels kept: the graph still fits
@@ -380,7 +383,7 @@ async def test_a_format_2_index_is_upgraded_to_tenant_default_readable_by_all_of
 
     upgraded = EmbeddedBackend(path, dim=384, hnsw=HNSW, model_id="all-MiniLM-L6-v2")
     try:
-        assert json.loads((path / "meta.json").read_text())["format"] == 3
+        assert json.loads((path / "meta.json").read_text())["format"] == 4
         anyone = AccessFilter("default", ("*", "user:someone"))
         assert doc_ids(await upgraded.search_dense(vector, 1, access=anyone)) == ["tcp"]
         assert doc_ids(await upgraded.search_bm25("handshake", 1, access=anyone)) == ["tcp"]
@@ -394,7 +397,8 @@ async def test_a_format_2_index_is_upgraded_to_tenant_default_readable_by_all_of
         listed = {info.doc_id: info.content_hash for info in await upgraded.list_documents(tenant="default")}
         assert listed["tcp"] == chunks[4].content_hash
         assert await upgraded.list_documents(tenant="acme") == []
-        ingestor = embedded_ingestor(upgraded, counting_embedder, settings_chunker(tokenizer))
+        # Languages left unnamed, as the format-2 chunks were: the same documents are then unchanged.
+        ingestor = embedded_ingestor(upgraded, counting_embedder, settings_chunker(tokenizer), languages=None)
         assert (await ingestor.ingest(documents)).skipped == CORPUS_SIZE
         assert counting_embedder.texts == 0
     finally:
@@ -424,7 +428,7 @@ def test_an_index_of_an_unknown_format_is_refused(tmp_path, open_index):
     open_index(tmp_path / "index").close()
     meta = tmp_path / "index" / "meta.json"
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "format": 99}))
-    with pytest.raises(IndexMismatchError, match="has format 99, this code reads format 3 and upgrades formats 1, 2"):
+    with pytest.raises(IndexMismatchError, match="has format 99, this code reads format 4 and upgrades formats 1, 2, 3"):
         open_index(tmp_path / "index")
 
 

@@ -32,6 +32,8 @@ MODEL_ID = "all-MiniLM-L6-v2"
 DIM = 384
 CORPUS_SIZE = 12
 LIVE_CLUSTER_SKIP = "set OPENSEARCH_URL to run against a live cluster"
+#: RAG_LANGUAGES of every backend under test: Romanian and English analysed, German (say) not.
+LANGUAGES = ("ro", "en")
 MIN_MAX, RRF = FusionSettings("min_max", 0.5), FusionSettings("rrf", 0.5)
 
 
@@ -46,7 +48,7 @@ class Harness:
 
 def embedded_harness(directory: Path) -> Harness:
     async def open_backend() -> SearchBackend:
-        return await asyncio.to_thread(EmbeddedBackend, directory, DIM, HNSW, model_id=MODEL_ID)
+        return await asyncio.to_thread(EmbeddedBackend, directory, DIM, HNSW, model_id=MODEL_ID, languages=LANGUAGES)
 
     async def cleanup() -> None:
         pass
@@ -62,7 +64,7 @@ def opensearch_harness(url: str) -> Harness:
 
     # A fresh alias per harness, so runs never see each other's chunks.
     settings = RetrieverSettings(opensearch_index=f"rag-conformance-{uuid.uuid4().hex[:10]}")
-    config = IndexConfig.of(settings, dim=DIM, model_id=MODEL_ID)
+    config = IndexConfig.of(settings, dim=DIM, model_id=MODEL_ID, languages=LANGUAGES)
 
     async def open_backend() -> SearchBackend:
         backend = OpenSearchBackend(AsyncOpenSearch(hosts=[url], timeout=60), config, fusion=MIN_MAX)
@@ -103,6 +105,14 @@ async def backend(harness: Harness) -> AsyncIterator[SearchBackend]:
     opened = await harness.open()
     yield opened
     await opened.close()
+
+
+@pytest.fixture(scope="module")
+def corpus_chunks(corpus_chunks) -> tuple[list[ChunkRecord], np.ndarray]:
+    """The shared corpus as ingestion stores it: each chunk carries its identified language (English),
+    so it is analysed in English as well as neutrally (a chunk without one is neutral only)."""
+    chunks, vectors = corpus_chunks
+    return [dataclasses.replace(chunk, language="en") for chunk in chunks], vectors
 
 
 @pytest.fixture
@@ -531,7 +541,7 @@ def vaswani(embedder) -> Collection:
     judged = set().union(*(qrels[q] for q in qids))
     others = sorted(set(docs) - judged, key=int)
     kept = sorted(judged | set(random.Random(7).sample(others, DISTRACTORS)), key=int)
-    chunks = [ChunkRecord(chunk_id=f"vaswani-{d}", doc_id=d, text=docs[d], chunk_index=0) for d in kept]
+    chunks = [ChunkRecord(chunk_id=f"vaswani-{d}", doc_id=d, text=docs[d], chunk_index=0, language="en") for d in kept]
     vectors = embedder.encode_documents([c.text for c in chunks])
     return Collection(chunks, vectors, {q: queries[q].lower() for q in qids}, {q: qrels[q] for q in qids})
 
@@ -549,9 +559,10 @@ async def test_hybrid_is_at_least_as_good_as_either_list_on_vaswani(backend: Sea
     for (qid, query), vector in zip(vaswani.queries.items(), vectors, strict=True):
         runs = {
             "dense": await backend.search_dense(vector, 10),
-            "bm25": await backend.search_bm25(query, 10),
-            "min_max": await backend.search_hybrid(query, vector, 10, None, MIN_MAX),
-            "rrf": await backend.search_hybrid(query, vector, 10, None, RRF),
+            # English documents and queries, as ingestion and the query's identification name them.
+            "bm25": await backend.search_bm25(query, 10, language="en"),
+            "min_max": await backend.search_hybrid(query, vector, 10, None, MIN_MAX, language="en"),
+            "rrf": await backend.search_hybrid(query, vector, 10, None, RRF, language="en"),
         }
         for name, hits in runs.items():
             scores[name].append(ndcg_at_10(doc_ids(hits), vaswani.qrels[qid]))
@@ -560,6 +571,72 @@ async def test_hybrid_is_at_least_as_good_as_either_list_on_vaswani(backend: Sea
     print(f"{backend.__class__.__name__} nDCG@10 over {len(vaswani.queries)} Vaswani queries: {mean}")
     for fused in ("min_max", "rrf"):
         assert mean[fused] >= best_single - TOLERANCE, mean
+
+
+# --------------------------------------------------------------------------- languages
+# Each backend analyses a chunk in the neutral fields and, when its language is configured, in that
+# language's fields (stemmed, diacritics folded after the stemmer); a query reads the neutral fields and
+# those of its language (None or not configured: of every configured language), scores summed.
+
+LANGUAGE_DOCUMENTS = {
+    "ro-stocare": ("ro", "Stocare", "Conversațiile utilizatorilor sunt stocate criptat pe serverul facultății."),
+    "ro-inscriere": ("ro", "Înscriere", "Studenții se înscriu la cursuri prin secretariatul facultății."),
+    "en-storage": ("en", "Storage", "Conversations are stored encrypted in the server's database."),
+    "en-kites": ("en", "Kites", "Kites need a steady wind to stay in the air."),
+    "de-speicher": ("de", "Speicher", "Die Gespräche werden verschlüsselt in der Datenbank gespeichert."),
+    "unknown": (None, "", "12345 67890"),
+}
+
+
+@pytest.fixture
+async def multilingual(backend: SearchBackend, embedder) -> SearchBackend:
+    chunks = [
+        ChunkRecord(chunk_id=f"{doc_id}:0", doc_id=doc_id, text=text, chunk_index=0, title=title,
+                    source=f"{doc_id}.txt", language=language)
+        for doc_id, (language, title, text) in LANGUAGE_DOCUMENTS.items()
+    ]
+    await backend.upsert(chunks, embedder.encode_documents([c.text for c in chunks]))
+    return backend
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Unde este stocată conversația?",  # other inflections than the text's: only stemming matches them
+        "Unde este stocata conversatia?",  # typed without diacritics
+        "Unde este stocaţă conversaţia?",  # cedilla ş/ţ, as old keyboards write them
+    ],
+)
+@pytest.mark.parametrize("language", ["ro", None])
+async def test_a_romanian_question_finds_the_romanian_document_in_any_spelling(multilingual, query, language):
+    hits = await multilingual.search_bm25(query, 3, language=language)
+    assert doc_ids(hits)[:1] == ["ro-stocare"], doc_ids(hits)
+
+
+async def test_an_english_question_finds_the_english_document_by_its_stem(multilingual):
+    # "storing" / "conversation" never occur as such: the English stemmer matches "stored" / "Conversations".
+    for language in ("en", None):
+        hits = await multilingual.search_bm25("storing a conversation", 3, language=language)
+        assert doc_ids(hits)[:1] == ["en-storage"], (language, doc_ids(hits))
+
+
+async def test_a_language_not_configured_is_found_by_the_neutral_fields(multilingual, embedder):
+    # German is not among LANGUAGES: its chunk is in the neutral fields only, found with or without umlauts.
+    for query in ("Gespräche Datenbank", "Gesprache Datenbank"):
+        for language in ("de", None):
+            hits = await multilingual.search_bm25(query, 3, language=language)
+            assert doc_ids(hits)[:1] == ["de-speicher"], (query, language, doc_ids(hits))
+    hybrid = await multilingual.search_hybrid(
+        "Gespräche Datenbank", query_vector(embedder, "Gespräche Datenbank"), 3, None, MIN_MAX, language="de"
+    )
+    assert "de-speicher" in doc_ids(hybrid)
+    assert doc_ids(await multilingual.search_bm25("12345", 3)) == ["unknown"]
+
+
+async def test_the_hybrid_lexical_part_reads_the_query_language(multilingual, embedder):
+    query = "Unde este stocată conversația?"
+    hits = await multilingual.search_hybrid(query, query_vector(embedder, query), 3, None, RRF, language="ro")
+    assert "ro-stocare" in doc_ids(hits)
 
 
 # --------------------------------------------------------------------------- graph: the second hop

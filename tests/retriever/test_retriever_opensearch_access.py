@@ -82,7 +82,9 @@ class RepeatingQueries:
 async def opensearch_search(embedder):
     cluster = FakeCluster()
     settings = RetrieverSettings()
-    config = IndexConfig.of(RetrieverSettings(opensearch_index="rag-chunks", hnsw_ef_search=100), dim=384, model_id="m")
+    config = IndexConfig.of(
+        RetrieverSettings(opensearch_index="rag-chunks", hnsw_ef_search=100), dim=384, model_id="m", languages=("ro", "en")
+    )
     backend = OpenSearchBackend(cluster.client(), config, fusion=FusionSettings.of(settings))
     yield cluster, SearchService(
         backend, RepeatingQueries(embedder), ReadWriteLock(), fusion=FusionSettings.of(settings),

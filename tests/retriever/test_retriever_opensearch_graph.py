@@ -24,7 +24,9 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
 
-CONFIG = IndexConfig.of(RetrieverSettings(opensearch_index="rag-chunks"), dim=4, model_id="test-model")
+#: No analysed language: a BM25 query reads the neutral fields alone (test_retriever_opensearch_languages
+#: pins the language fields).
+CONFIG = IndexConfig.of(RetrieverSettings(opensearch_index="rag-chunks"), dim=4, model_id="test-model", languages=())
 QUERY = "Who played Corliss Archer?"
 ANN = AccessFilter("acme", ("*", "user:ann"))
 #: The graph options a deployment gets by default (the settings are their one source).
@@ -158,7 +160,9 @@ async def test_a_failed_follow_up_fails_the_search(backend, cluster):
 
 
 def test_follow_ups_carry_filters_and_vectors_like_any_bm25_search():
-    lines = follow_up_msearch_body(["ghana"], 2, {"content_type": ["text/plain"]}, access=None, with_vectors=True)
+    lines = follow_up_msearch_body(
+        ["ghana"], 2, {"content_type": ["text/plain"]}, access=None, with_vectors=True, fields=["text", "title^2"]
+    )
     assert lines == [
         {},
         {

@@ -36,8 +36,12 @@ from retriever_builders import build_ingestor, settings_chunker
 ALIAS = "rag-chunks"
 NOW = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
 STAMP = "2025-01-02T03:04:05.678+00:00"
-PHYSICAL = "rag-chunks-v5-20250102-030405"
-CONFIG = IndexConfig.of(RetrieverSettings(opensearch_index=ALIAS, hnsw_ef_search=100), dim=4, model_id="test-model")
+PHYSICAL = "rag-chunks-v6-20250102-030405"
+#: The analysed languages (RAG_LANGUAGES) the pinned bodies assume: Romanian first, then English.
+LANGS = ("ro", "en")
+CONFIG = IndexConfig.of(
+    RetrieverSettings(opensearch_index=ALIAS, hnsw_ef_search=100), dim=4, model_id="test-model", languages=LANGS
+)
 #: The fusion the backend sets up its pipeline for when it opens (the pinned bodies assume it).
 MIN_MAX = FusionSettings("min_max", 0.5)
 QUERY_VECTOR = np.array([0.5, 0.5, 0.5, 0.5], dtype=np.float32)
@@ -47,7 +51,9 @@ SOURCE_WITH_VECTOR = {"excludes": ["sentence_vectors"]}
 ACME = {"tenant": ["acme"]}
 KNN = {"vector": [0.5, 0.5, 0.5, 0.5], "k": 5, "method_parameters": {"ef_search": 100}}
 ACME_FILTER = {"bool": {"filter": [{"terms": {"tenant": ["acme"]}}]}}
-MULTI_MATCH = {"multi_match": {"query": "volcano lava", "fields": ["text", "title^2"], "type": "most_fields"}}
+#: The neutral fields, then every configured language's (a search that names no language).
+ALL_FIELDS = ["text", "title^2", "text_ro", "title_ro^2", "text_en", "title_en^2"]
+MULTI_MATCH = {"multi_match": {"query": "volcano lava", "fields": ALL_FIELDS, "type": "most_fields"}}
 #: The mapping of the sentence vectors (template version 4): stored, never indexed.
 SENTENCE_VECTORS_MAPPING = {"sentence_vectors": {"type": "object", "enabled": False}}
 #: Ann of acme, in the geo group: what she may read, and the clauses that say it in every query.
@@ -84,6 +90,8 @@ def source_of(record: ChunkRecord) -> dict:
         source["table_id"] = record.table_id
     if record.content_hash is not None:
         source["content_hash"] = record.content_hash
+    if record.language is not None:
+        source["language"] = record.language
     return source
 
 
@@ -101,15 +109,38 @@ async def backend(cluster: FakeCluster):
 
 # --------------------------------------------------------------------------- index, template, pipelines
 
+#: The analyzers of RAG_LANGUAGES ro, en: neutral (no stemming) and one per language, each stemming
+#: with Snowball (``porter2`` is Snowball English; OpenSearch's ``english`` stemmer is Porter 1) and
+#: folding diacritics after the stemmer.
+EXPECTED_ANALYSIS = {
+    "filter": {
+        "rag_ro_stop": {"type": "stop", "stopwords": "_romanian_"},
+        "rag_ro_stemmer": {"type": "stemmer", "language": "romanian"},
+        "rag_en_stop": {"type": "stop", "stopwords": "_english_"},
+        "rag_en_stemmer": {"type": "stemmer", "language": "porter2"},
+    },
+    "analyzer": {
+        "rag_neutral": {"type": "custom", "tokenizer": "standard", "filter": ["lowercase", "asciifolding"]},
+        "rag_ro": {
+            "type": "custom", "tokenizer": "standard",
+            "filter": ["lowercase", "rag_ro_stop", "rag_ro_stemmer", "asciifolding"],
+        },
+        "rag_en": {
+            "type": "custom", "tokenizer": "standard",
+            "filter": ["lowercase", "rag_en_stop", "rag_en_stemmer", "asciifolding"],
+        },
+    },
+}
+
 EXPECTED_TEMPLATE = {
     "index_patterns": ["rag-chunks-v*"],
     "priority": 100,
-    "version": 5,
+    "version": 6,
     "template": {
-        "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}},
+        "settings": {"index": {"knn": True, "knn.algo_param.ef_search": 100}, "analysis": EXPECTED_ANALYSIS},
         "mappings": {
             "dynamic": "strict",
-            "_meta": {"template_version": 5, "model_id": "test-model", "dim": 4},
+            "_meta": {"template_version": 6, "model_id": "test-model", "dim": 4, "languages": ["ro", "en"]},
             "properties": {
                 "embedding": {
                     "type": "knn_vector",
@@ -121,12 +152,17 @@ EXPECTED_TEMPLATE = {
                         "parameters": {"m": 16, "ef_construction": 200},
                     },
                 },
-                "text": {"type": "text", "analyzer": "english"},
+                "text": {"type": "text", "analyzer": "rag_neutral"},
                 "title": {
                     "type": "text",
-                    "analyzer": "english",
+                    "analyzer": "rag_neutral",
                     "fields": {"keyword": {"type": "keyword", "ignore_above": 256}},
                 },
+                # Routed: filled only for chunks of that language.
+                "text_ro": {"type": "text", "analyzer": "rag_ro"},
+                "title_ro": {"type": "text", "analyzer": "rag_ro"},
+                "text_en": {"type": "text", "analyzer": "rag_en"},
+                "title_en": {"type": "text", "analyzer": "rag_en"},
                 "chunk_id": {"type": "keyword"},
                 "doc_id": {"type": "keyword"},
                 "source": {"type": "keyword"},
@@ -136,6 +172,7 @@ EXPECTED_TEMPLATE = {
                 "acl": {"type": "keyword"},
                 "table_id": {"type": "keyword"},
                 "doc_fingerprint": {"type": "keyword"},
+                "language": {"type": "keyword"},
                 "content_hash": {"type": "keyword"},
                 "readers": {"type": "keyword"},
                 "graph_entities": {"type": "keyword"},
@@ -183,17 +220,20 @@ async def test_template_follows_the_knn_settings(cluster, engine, space, m, ef_c
     config = dataclasses.replace(CONFIG, engine=engine, space=space, hnsw=HnswParams(m, ef_construction, ef_search=256))
     await OpenSearchBackend(cluster.client(), config, fusion=MIN_MAX, clock=lambda: NOW).ensure_index()
     template = cluster.requests("PUT", "/_index_template/rag-chunks-template")[0].body["template"]
-    assert template["settings"] == {"index": {"knn": True, "knn.algo_param.ef_search": 256}}
+    assert template["settings"] == {"index": {"knn": True, "knn.algo_param.ef_search": 256}, "analysis": EXPECTED_ANALYSIS}
     assert template["mappings"]["properties"]["embedding"]["method"] == {
         "name": "hnsw", "engine": engine, "space_type": space, "parameters": {"m": m, "ef_construction": ef_construction},
     }
 
 
-def mapping_answer(dim: int, model_id: str, version: int = 5) -> dict:
+def mapping_answer(dim: int, model_id: str, version: int = 6, languages: list[str] | None = None) -> dict:
+    meta = {"template_version": version, "model_id": model_id, "dim": dim}
+    if version >= 6:
+        meta["languages"] = ["ro", "en"] if languages is None else languages
     return {
         PHYSICAL: {
             "mappings": {
-                "_meta": {"template_version": version, "model_id": model_id, "dim": dim},
+                "_meta": meta,
                 "properties": {"embedding": {"type": "knn_vector", "dimension": dim}},
             }
         }
@@ -212,77 +252,69 @@ async def test_ensure_index_keeps_an_existing_alias_after_checking_its_vectors(b
     ]
 
 
-GRAPH_FIELDS = {"graph_entities": {"type": "keyword"}, "graph_title": {"type": "keyword"}}
-#: After an upgrade from before version 3: the old chunks become the default tenant's, readable by all of it.
-ACCESS_BACKFILL = {
-    "query": {"bool": {"must_not": [{"exists": {"field": "readers"}}]}},
-    "script": {
-        "lang": "painless",
-        "source": "ctx._source.tenant = params.tenant; ctx._source.readers = params.readers",
-        "params": {"tenant": "default", "readers": ["*"]},
-    },
-}
-
-
-@pytest.mark.parametrize(
-    ("version", "added"),
-    [
-        (1, {"content_hash": {"type": "keyword"}, "readers": {"type": "keyword"}, **GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING}),
-        (2, {"readers": {"type": "keyword"}, **GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING}),
-    ],
-)
-async def test_ensure_index_upgrades_an_older_index_in_place_and_gives_its_chunks_the_default_tenant(
-    backend, cluster, version, added
-):
-    # An index created by older code would refuse every chunk that carries the new fields ("dynamic":
-    # "strict"): they are added to its mapping, its _meta moves to 3, and its chunks (without readers,
-    # so no search would find them) become the default tenant's, readable by all of it.
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+async def test_ensure_index_refuses_an_index_from_before_per_language_analysis(backend, cluster, version):
+    # Its text and title were analysed in English only and it has no routed fields: every chunk with a
+    # language would be rejected ("dynamic": "strict"). Nothing is changed in place; the error says how.
     cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
     cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", version=version))
-    cluster.routes[("POST", f"/{PHYSICAL}/_update_by_query")] = (200, {"updated": 12, "failures": []})
-    await backend.ensure_index()
-    assert [(c.method, c.path, c.params, c.body) for c in cluster.calls][2:] == [
-        ("GET", "/rag-chunks/_mapping", {}, None),
-        (
-            "PUT", f"/{PHYSICAL}/_mapping", {},
-            {"_meta": {"template_version": 5, "model_id": "test-model", "dim": 4}, "properties": added},
-        ),
-        ("POST", f"/{PHYSICAL}/_update_by_query", {"conflicts": "proceed", "refresh": "true"}, ACCESS_BACKFILL),
-        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
+    with pytest.raises(IndexMismatchError) as refused:
+        await backend.ensure_index()
+    assert str(refused.value) == (
+        f"index {PHYSICAL} (alias rag-chunks) must be reindexed: it has template version {version}, analysed before "
+        "per-language fields (version 6). Stop ingestion and run OpenSearchBackend.reindex_into_new_version() "
+        "(docs/retriever.md, 'Changing the mapping'): it copies the stored vectors, no re-embedding"
+    )
+    assert [(c.method, c.path) for c in cluster.calls] == [
+        ("PUT", "/_index_template/rag-chunks-template"), ("HEAD", "/_alias/rag-chunks"), ("GET", "/rag-chunks/_mapping"),
     ]
 
 
-async def test_a_version_3_index_gets_the_graph_fields_in_place_and_no_backfill(backend, cluster):
-    # Its chunks keep their tenant and readers; they lack the graph fields until re-ingested (the
-    # second hop then neither counts nor follows their entities).
+@pytest.mark.parametrize("languages", [["en"], ["ro", "en", "de"], []])
+async def test_ensure_index_refuses_an_index_of_other_languages(backend, cluster, languages):
     cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
-    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", version=3))
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", languages=languages))
+    with pytest.raises(IndexMismatchError, match=re.escape(
+        f"must be reindexed: it analyses the languages {sorted(languages)}, RAG_LANGUAGES names ['en', 'ro']"
+    )):
+        await backend.ensure_index()
+
+
+async def test_ensure_index_accepts_its_languages_in_any_order(backend, cluster):
+    cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model", languages=["en", "ro"]))
     await backend.ensure_index()
-    assert [(c.method, c.path, c.params, c.body) for c in cluster.calls][2:] == [
-        ("GET", "/rag-chunks/_mapping", {}, None),
+    assert cluster.calls[-1].path == "/_search/pipeline/rag-chunks-hybrid-minmax"
+
+
+async def test_a_later_version_that_only_adds_fields_upgrades_a_version_6_index_in_place(backend, cluster, monkeypatch):
+    # The in-place path stays for additive changes: a (hypothetical) version 7 adding one keyword.
+    from rag_retriever.backends import opensearch_index
+
+    monkeypatch.setattr(opensearch_index, "TEMPLATE_VERSION", 7)
+    monkeypatch.setitem(opensearch_index.ADDED_FIELDS, 7, {"colour": {"type": "keyword"}})
+    cluster.routes[("HEAD", "/_alias/rag-chunks")] = (200, None)
+    cluster.routes[("GET", "/rag-chunks/_mapping")] = (200, mapping_answer(4, "test-model"))
+    await backend.ensure_index()
+    assert [(c.method, c.path, c.body) for c in cluster.calls][2:] == [
+        ("GET", "/rag-chunks/_mapping", None),
         (
-            "PUT", f"/{PHYSICAL}/_mapping", {},
-            {"_meta": {"template_version": 5, "model_id": "test-model", "dim": 4}, "properties": {**GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING}},
+            "PUT", f"/{PHYSICAL}/_mapping",
+            {
+                "_meta": {"template_version": 7, "model_id": "test-model", "dim": 4, "languages": ["ro", "en"]},
+                "properties": {"colour": {"type": "keyword"}},
+            },
         ),
-        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", {}, MIN_MAX_PIPELINE),
+        ("PUT", "/_search/pipeline/rag-chunks-hybrid-minmax", MIN_MAX_PIPELINE),
     ]
 
 
-def test_only_an_index_behind_by_added_fields_is_upgraded_in_place():
+def test_no_index_from_before_version_6_is_upgraded_in_place():
     from rag_retriever.backends.opensearch_requests import mapping_upgrade_body
 
-    assert mapping_upgrade_body({"_meta": {"template_version": 2}}) == {
-        "_meta": {"template_version": 5}, "properties": {"readers": {"type": "keyword"}, **GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING},
-    }
-    assert mapping_upgrade_body({"_meta": {"template_version": 3}}) == {
-        "_meta": {"template_version": 5}, "properties": {**GRAPH_FIELDS, **SENTENCE_VECTORS_MAPPING},
-    }
-    assert mapping_upgrade_body({"_meta": {"template_version": 4}}) == {
-        "_meta": {"template_version": 5}, "properties": SENTENCE_VECTORS_MAPPING,
-    }
-    assert mapping_upgrade_body({"_meta": {"template_version": 5}}) is None
-    assert mapping_upgrade_body({"_meta": {"template_version": 6}}) is None
-    assert mapping_upgrade_body({"_meta": {"template_version": 0}}) is None  # version 1 changed more: reindex
+    for version in range(7):
+        assert mapping_upgrade_body({"_meta": {"template_version": version}}) is None
+    assert mapping_upgrade_body({"_meta": {"template_version": 7}}) is None
     assert mapping_upgrade_body({}) is None
 
 
@@ -698,6 +730,29 @@ async def test_delete_document_is_a_refreshed_delete_by_query_on_doc_id(backend,
 ACME_VOLCANOES = {"bool": {"filter": [{"term": {"doc_id": "volcanoes"}}, {"term": {"tenant": "acme"}}]}}
 
 
+#: Each copied chunk: routed fields made again for the configured languages (none for another
+#: language, or none at all), and a chunk from before tenants (no readers) given the default tenant.
+REINDEX_SCRIPT = {
+    "lang": "painless",
+    "source": (
+        "for (String code : params.all) { for (String source : params.sources) "
+        "{ ctx._source.remove(source + '_' + code); } } "
+        "String language = ctx._source.language; "
+        "if (language != null && params.languages.contains(language)) { for (String source : params.sources) "
+        "{ if (ctx._source[source] != null && ctx._source[source] != '') "
+        "{ ctx._source[source + '_' + language] = ctx._source[source]; } } } "
+        "if (ctx._source.readers == null) { ctx._source.tenant = params.tenant; ctx._source.readers = params.readers; }"
+    ),
+    "params": {
+        "all": ["ar", "da", "de", "el", "en", "es", "fi", "fr", "hu", "it", "nl", "no", "pt", "ro", "ru", "sv", "tr"],
+        "languages": ["ro", "en"],
+        "sources": ["text", "title"],
+        "tenant": "default",
+        "readers": ["*"],
+    },
+}
+
+
 async def test_reindex_swaps_the_alias_atomically_in_one_request(backend, cluster):
     old = "rag-chunks-v1-20240101-000000"
     cluster.routes[("GET", "/_alias/rag-chunks")] = (200, {old: {"aliases": {"rag-chunks": {}}}})
@@ -711,7 +766,7 @@ async def test_reindex_swaps_the_alias_atomically_in_one_request(backend, cluste
         ("PUT", f"/{PHYSICAL}", {}, {}),
         (
             "POST", "/_reindex", {"refresh": "true", "wait_for_completion": "true"},
-            {"source": {"index": "rag-chunks"}, "dest": {"index": PHYSICAL}},
+            {"source": {"index": "rag-chunks"}, "dest": {"index": PHYSICAL}, "script": REINDEX_SCRIPT},
         ),
         (
             "POST", "/_aliases", {},
@@ -951,6 +1006,8 @@ async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monke
     from rag_retriever.runtime import open_backend
 
     monkeypatch.setattr(opensearch, "create_client", lambda settings: cluster.client())
+    # The analysed languages come from the shared RAG_LANGUAGES, as every service reads them.
+    monkeypatch.setenv("RAG_LANGUAGES", '["ro", "de"]')
     settings = RetrieverSettings(
         backend="opensearch", opensearch_index="kb", knn_engine="lucene", knn_space="innerproduct",
         hnsw_m=24, hnsw_ef_construction=128, hnsw_ef_search=64, hybrid_normalization="z_score", hybrid_dense_weight=0.6,
@@ -964,17 +1021,18 @@ async def test_runtime_opens_the_opensearch_backend_from_settings(cluster, monke
         assert (abilities.graph, abilities.fusion_candidates, abilities.staged) == (backend, None, None)
         assert backend.config == IndexConfig(
             alias="kb", dim=384, model_id="all-MiniLM-L6-v2", engine="lucene", space="innerproduct",
-            hnsw=HnswParams(m=24, ef_construction=128, ef_search=64),
+            hnsw=HnswParams(m=24, ef_construction=128, ef_search=64), languages=("ro", "de"),
         )
         template, head, create, pipeline = cluster.calls
         assert (template.path, head.path, pipeline.path) == (
             "/_index_template/kb-template", "/_alias/kb", "/_search/pipeline/kb-hybrid-zscore-dense600"
         )
-        assert re.fullmatch(r"/kb-v5-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
+        assert re.fullmatch(r"/kb-v6-\d{8}-\d{6}", create.path) and create.body == {"aliases": {"kb": {}}}
         assert template.body["template"]["mappings"]["properties"]["embedding"]["method"] == {
             "name": "hnsw", "engine": "lucene", "space_type": "innerproduct",
             "parameters": {"m": 24, "ef_construction": 128},
         }
+        assert sorted(template.body["template"]["settings"]["analysis"]["analyzer"]) == ["rag_de", "rag_neutral", "rag_ro"]
     finally:
         await backend.close()
 

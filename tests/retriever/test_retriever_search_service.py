@@ -52,7 +52,7 @@ def service(indexed, embedder, fusion: str = "min_max", **kwargs) -> SearchServi
 PARAPHRASES = [
     ("fermented loaf with a tangy taste", "sourdough"),
     ("mountain spewing molten rock", "volcanoes"),
-    ("endurance sport preparation", "marathon"),
+    ("getting fit for a 42 km footrace", "marathon"),
 ]
 
 CASES = [
@@ -173,8 +173,8 @@ async def test_a_backend_that_drops_the_vectors_is_an_error_not_a_silent_null(in
     backend, lock = indexed
 
     class NoVectors:
-        async def search_bm25(self, query, k, filters=None, *, access=None, with_vectors=False):
-            return await backend.search_bm25(query, k, filters, access=access)  # ignores with_vectors
+        async def search_bm25(self, query, k, filters=None, *, access=None, with_vectors=False, language=None):
+            return await backend.search_bm25(query, k, filters, access=access, language=language)  # ignores with_vectors
 
     search = SearchService(
         NoVectors(), embedder, lock, fusion=FusionSettings.of(SETTINGS), default_top_k=SETTINGS.default_top_k,  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ them) and qrels ``{query_id: {doc_id: grade}}``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rag_eval.datasets.folder import DatasetFormatError, is_dataset_folder, load_folder
@@ -18,9 +19,11 @@ from rag_eval.datasets.loaders import (
     clapnq_passage_id,
     load_clapnq,
     load_generic,
+    XQUAD_LANGUAGES,
     load_hotpotqa,
     load_mtrag_un,
     load_vaswani,
+    load_xquad,
 )
 from rag_eval.datasets.paths import ENV_VAR, DatasetNotFound, datasets_dir
 from rag_eval.datasets.types import Corpus, Dataset, Document, Qrels, Query, Turn
@@ -30,11 +33,12 @@ LOADERS: dict[str, Callable[[str | Path | None], Dataset]] = {
     "hotpotqa": load_hotpotqa,
     "clapnq": load_clapnq,
     "mtrag-un": load_mtrag_un,
+    **{f"xquad-{code}": partial(load_xquad, code) for code in XQUAD_LANGUAGES},
 }
 
 
 def load_dataset(name: str, root: str | Path | None = None) -> Dataset:
-    """Load a named dataset (``vaswani``, ``hotpotqa``, ``clapnq``, ``mtrag-un``) from ``root``, or a
+    """Load a named dataset (``vaswani``, ``hotpotqa``, ``clapnq``, ``mtrag-un``, ``xquad-<en|ro|de|es>``) from ``root``, or a
     folder in BEIR layout (:func:`load_folder`) when ``name`` is a path."""
     if is_dataset_folder(name):
         return load_folder(name)
@@ -49,6 +53,7 @@ def load_dataset(name: str, root: str | Path | None = None) -> Dataset:
 __all__ = [
     "ENV_VAR",
     "LOADERS",
+    "XQUAD_LANGUAGES",
     "Corpus",
     "Dataset",
     "DatasetFormatError",
@@ -67,6 +72,7 @@ __all__ = [
     "load_hotpotqa",
     "load_mtrag_un",
     "load_vaswani",
+    "load_xquad",
     "read_qrels",
     "read_trec_documents",
     "read_trec_topics",

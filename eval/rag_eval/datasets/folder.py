@@ -11,7 +11,10 @@ The qrels are ``qrels/test.tsv`` when there is one, else the only file in ``qrel
 folder a single ``qrels.tsv``, ``qrels.txt`` or ``qrels.trec`` next to the JSONL files also works.
 A qrels file is BEIR TSV (``query-id corpus-id score``) or plain TREC (``qid 0 docid grade``,
 whitespace separated). ``id`` is accepted for ``_id``, and ``query`` for a query's ``text``; a
-document's ``metadata`` (an object) and a query's ``answers`` (a list of strings) are kept.
+document's ``metadata`` (an object) and a query's ``answers`` (a list of strings) are kept. An optional
+``answers.jsonl`` next to them (``{"_id": query id, "answers": [...]}``, XQuAD's layout) gives the
+reference answers instead: a query with a non-empty list is answerable (extractive answers are scored
+against them: ``ragctl eval --answers``).
 
 Every problem is a :class:`DatasetFormatError` (a ``ValueError``) naming the missing file, or the
 file and line of the malformed record, so ``ragctl eval -d PATH`` can say exactly what to fix.
@@ -19,6 +22,7 @@ file and line of the malformed record, so ``ragctl eval -d PATH`` can say exactl
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,8 @@ from rag_eval.datasets.types import Corpus, Dataset, Document, Query, Qrels
 
 #: Single-file qrels names accepted next to corpus.jsonl (in this order) when there is no qrels/ folder.
 QRELS_FILES = ("qrels.tsv", "qrels.txt", "qrels.trec")
+#: Optional reference answers next to queries.jsonl (``{"_id", "answers"}`` per line).
+ANSWERS_FILE = "answers.jsonl"
 #: The split BEIR evaluates on; chosen when ``qrels/`` holds several files.
 DEFAULT_SPLIT = "test"
 
@@ -126,6 +132,8 @@ def load_folder(folder: str | Path, *, name: str | None = None, split: str = DEF
                              metadata=record.get("metadata") if isinstance(record.get("metadata"), dict) else {}))
     if not queries:
         raise DatasetFormatError(f"{queries_file}: no queries")
+    if (root / ANSWERS_FILE).is_file():
+        queries = _with_answers(queries, root / ANSWERS_FILE)
 
     try:
         qrels: Qrels = read_qrels(qrels_file)
@@ -133,6 +141,25 @@ def load_folder(folder: str | Path, *, name: str | None = None, split: str = DEF
         raise DatasetFormatError(str(exc)) from None
     _check_qrels(qrels, qrels_file, seen, corpus)
     return Dataset(name or root.resolve().name, corpus, queries, qrels)
+
+
+def _with_answers(queries: list[Query], path: Path) -> list[Query]:
+    """``queries`` with the reference answers of ``path`` (one ``{"_id", "answers"}`` per line)."""
+    answers: dict[str, tuple[str, ...]] = {}
+    for line_number, record in _records(path):
+        where = f"{path}:{line_number}"
+        query_id = _field(record, ("_id", "id"), where)
+        values = record.get("answers")
+        if isinstance(values, str):
+            values = [values]
+        if not isinstance(values, list) or not all(isinstance(a, str) for a in values):
+            raise DatasetFormatError(f"{where}: 'answers' must be a list of strings")
+        answers[query_id] = tuple(values)
+    return [
+        replace(query, answers=answers[query.id], answerable=bool(answers[query.id]) or query.answerable)
+        if query.id in answers else query
+        for query in queries
+    ]
 
 
 def _check_qrels(qrels: Qrels, path: Path, query_ids: set[str], corpus: Corpus) -> None:

@@ -248,6 +248,21 @@ def load_generic(
     return Dataset(name, corpus, queries, qrels)
 
 
+# ---------------------------------------------------------------------------------------- xquad
+
+#: XQuAD's languages in the shared datasets folder (``xquad/<code>/``), each a BEIR folder with answers.jsonl.
+XQUAD_LANGUAGES = ("en", "ro", "de", "es")
+
+
+def load_xquad(language: str, root: str | Path | None = None) -> Dataset:
+    """XQuAD in one language: 240 paragraphs, 1,190 answerable questions (the same ids in every
+    language), named ``xquad-<language>``."""
+    from rag_eval.datasets.folder import load_folder
+
+    name = f"xquad-{language}"
+    return load_folder(require(name, datasets_dir(root) / "xquad" / language), name=name)
+
+
 def _id(record: dict[str, Any], path: Path) -> Any:
     if "_id" in record:
         return record["_id"]

@@ -22,7 +22,7 @@ class DatasetNotFound(FileNotFoundError):
         where = f"{env_var}={configured}" if configured else f"{env_var} is not set; default {DEFAULT_DIR}"
         super().__init__(
             f"dataset {name!r} not found: {self.path} does not exist ({where}). "
-            f"Set {env_var} to the folder that holds the datasets (vaswani/, hotpotqa/, clapnq/, mtrag-un/) "
+            f"Set {env_var} to the folder that holds the datasets (vaswani/, hotpotqa/, clapnq/, mtrag-un/, xquad/) "
             "or pass root= explicitly."
         )
 

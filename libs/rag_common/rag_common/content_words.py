@@ -3,8 +3,10 @@ answerer, and by the gateway's answer when the generator is down (``rag_gateway.
 
 All ask "how many of these words does that text contain?", and all must fold words the same way,
 or a claim the answerer built from a sentence could fail the support check on that very sentence.
-The folding is deliberately light (case, punctuation, possessive and plural ``s``): it has to be
-predictable and cheap, and the embedding cosine next to it catches real paraphrase.
+The folding is deliberately light (case, diacritics, punctuation; in English also the possessive and
+plural ``s``): it has to be predictable and cheap, and the embedding cosine next to it catches real
+paraphrase. Words are read in a language (the text's ISO 639-1 code; None: English): its stop words
+are the kept ``stop-words`` package's list (``rag_common.languages``), never a hand-written one.
 """
 
 from __future__ import annotations
@@ -12,30 +14,18 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection
+from functools import cache
 
-__all__ = ["STOP_WORDS", "content_words", "coverage"]
+from rag_common.languages import fold_diacritics, language as language_of, normalise_text
 
-#: Function words that say nothing about whether a text supports or answers something. Short on
-#: purpose: negations ("not", "no", "never") are kept, since dropping them would let a claim and its
-#: contradiction look identical.
-STOP_WORDS = frozenset(
-    """
-    a an the and or but if then than so as of at by for from in into on onto to with without within
-    about above after again against along among around before behind below between beyond during
-    over through under until up upon via per out off down
-    is are was were be been being am do does did doing done has have had having
-    i me my mine we us our ours you your yours he him his she her hers it its they them their theirs
-    this that these those there here where when which who whom whose what why how
-    can could may might must shall should will would
-    also just only very too more most much many some any each every all both either neither such
-    other another same own s t because since while though although whether
-    """.split()
-)
+__all__ = ["content_words", "coverage", "stop_words"]
 
 _WORD = re.compile(r"\w+(?:['’]\w+)*")
+#: Languages whose plural and possessive "s" is folded away (English morphology; see ``_fold_english``).
+_S_FOLDING = frozenset({"en"})
 
 
-def _fold(word: str) -> str:
+def _fold_english(word: str) -> str:
     word = word.replace("’", "'")
     if word.endswith("'s"):
         word = word[:-2]
@@ -52,14 +42,37 @@ def _fold(word: str) -> str:
     return word[:-1]
 
 
-def content_words(text: str) -> list[str]:
+def _words(text: str, code: str) -> list[str]:
+    """``text`` cut into words and folded: NFKC, case, diacritics ("dacă" = "daca": stop lists and
+    writers do not agree on them); English also folds its plural and possessive ``s``, other languages
+    cut at an apostrophe instead (French and Italian elision: "l'homme" → "l", "homme")."""
+    folded = fold_diacritics(normalise_text(unicodedata.normalize("NFKC", text)).casefold())
+    if code in _S_FOLDING:
+        return [_fold_english(match.group(0)) for match in _WORD.finditer(folded)]
+    return [part for match in _WORD.finditer(folded) for part in re.split(r"['’]", match.group(0)) if part]
+
+
+@cache
+def stop_words(code: str | None) -> frozenset[str]:
+    """The words of language ``code`` that never count (None → English's): its list from the kept
+    ``stop-words`` package (``rag_common.languages``), folded like the text, minus its negations, so a
+    claim and its contradiction never look alike. An entry of several words ("por qué", "intr-o")
+    drops each of its words."""
+    spoken = language_of(code or "en")
+    negations = {word for negation in spoken.negations for word in _words(negation, spoken.code)}
+    listed = {word for entry in spoken.stop_words for word in _words(entry, spoken.code)}
+    return frozenset(listed - negations)
+
+
+def content_words(text: str, language: str | None = None) -> list[str]:
     """The folded, non-stop words of ``text`` in order (repeats kept; callers take ``set`` as needed).
 
+    ``language``: the text's ISO 639-1 code (None → English, the default before languages existed).
     Numbers are content words: "1987" against "1988" is exactly the difference a check must see.
     """
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    words = (_fold(match.group(0)) for match in _WORD.finditer(folded))
-    return [word for word in words if word and word not in STOP_WORDS and word.strip("_")]
+    code = language or "en"
+    ignored = stop_words(code)
+    return [word for word in _words(text, code) if word not in ignored and word.strip("_")]
 
 
 def coverage(words: Collection[str], text_words: Collection[str]) -> float:

@@ -30,6 +30,15 @@ SearchMode = Literal["dense", "bm25", "hybrid"]
 #: (about the conversation itself) are answered without retrieval; ``out_of_scope`` is declined.
 Intent = Literal["rag", "chitchat", "meta", "out_of_scope"]
 
+def _supported_language(code: str) -> str:
+    from rag_common.languages.registry import language
+
+    return language(code).code  # UnsupportedLanguageError (a ValueError): a 422 naming the choices
+
+
+#: An ISO 639-1 code of a language the product analyses (``rag_common.languages.LANGUAGES``).
+LanguageCode = Annotated[str, AfterValidator(_supported_language)]
+
 #: Upper bound on a user message, in characters (about 2k tokens). Longer input is a 422.
 MAX_MESSAGE_CHARS = 8000
 #: Upper bound on the passages an answer is written from (``ChatRequest.top_k``, generator input).
@@ -205,6 +214,8 @@ class Passage(WireModel):
     #: (``SearchRequest.include_sentence_vectors``) and has them: the generator then embeds only the
     #: question. Absent for chunks indexed without them (the generator embeds those sentences).
     sentence_vectors: SentenceVectors | None = None
+    #: The chunk's language as ingestion named it (declared or identified); None: analysed neutrally.
+    language: LanguageCode | None = None
 
     @model_validator(mode="after")
     def _spans_in_text(self) -> Passage:
@@ -252,6 +263,8 @@ class RefineRequest(WireModel):
     history: list[HistoryTurn] = Field(default_factory=list)
     #: Also write a hypothetical answer (HyDE) to search with.
     hyde: bool = False
+    #: The message's language as the caller named it (``rag_common.languages.identify_query``); None: unknown.
+    language: LanguageCode | None = None
 
 
 class RefineResponse(WireModel):
@@ -289,6 +302,9 @@ class SearchRequest(WireModel):
     #: Add a second hop (follow-up searches for entities of the top hits not in the query); ``None``
     #: = the retriever's ``RETRIEVER_GRAPH_SECOND_HOP``. Backends without the graph ignore it.
     second_hop: bool | None = None
+    #: The query's language as the caller named it; None: the retriever identifies it. Picks the query's
+    #: analyzer and how far the dense list is trusted in the fusion (``EMBEDDER_LANGUAGES``).
+    language: LanguageCode | None = None
 
 
 class SearchResponse(WireModel):
@@ -298,6 +314,9 @@ class SearchResponse(WireModel):
     #: The query's unit-length embedding when ``include_embeddings`` was set (in bm25 mode too: the
     #: query is then embedded for this purpose alone); ``None`` otherwise.
     query_embedding: list[float] | None = None
+    #: The language the query was analysed in (the request's, else identified); None: unsure (neutral
+    #: field plus every configured language's field).
+    language: LanguageCode | None = None
 
 
 #: A user or group name in an ACL or an identity: 1-256 characters, no control characters.
@@ -335,6 +354,11 @@ class DocumentIn(WireModel):
         default=None,
         description="Who in the tenant may read it; absent: everyone in the tenant. Re-ingesting the "
         "same text with another ACL changes who reads it without re-embedding.",
+    )
+    language: LanguageCode | None = Field(
+        default=None,
+        description="The document's language (ISO 639-1, one of RAG_LANGUAGES), when known: it is analysed in it. "
+        "Absent: identified from the text; text of no supported language is analysed language-neutrally.",
     )
 
     @field_validator("text")
@@ -544,6 +568,9 @@ class GenerateRequest(WireModel):
     #: The query's embedding from the retriever (same model as the passages' ``embedding``); with
     #: both, the generator embeds only the sentences it scores.
     query_embedding: list[float] | None = None
+    #: The question's language (``rag_common.languages.identify_query``): the answer, the abstention and
+    #: the content-word rules are in it. None: the generator identifies it.
+    language: LanguageCode | None = None
 
 
 class GenerateResponse(WireModel):

@@ -80,9 +80,12 @@ def sentence_context(title: str, section_path: Sequence[str]) -> str:
     return f"{' > '.join(parts)}: " if parts else ""
 
 
-def scorable_spans(text: str, *, min_words: int = MIN_WORDS) -> list[tuple[int, int]]:
-    """``(start, end)`` of each sentence of ``text`` with at least ``min_words`` words."""
-    return [(start, end) for start, end in sentence_spans(text) if word_count(text[start:end]) >= min_words]
+def scorable_spans(text: str, *, min_words: int = MIN_WORDS, language: str | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text`` (cut for ``language``, the chunk's) with at least
+    ``min_words`` words."""
+    return [
+        (start, end) for start, end in sentence_spans(text, language) if word_count(text[start:end]) >= min_words
+    ]
 
 
 def sentence_texts(context: str, text: str, spans: Iterable[tuple[int, int]]) -> list[str]:
@@ -91,11 +94,12 @@ def sentence_texts(context: str, text: str, spans: Iterable[tuple[int, int]]) ->
 
 
 def sentence_inputs(
-    text: str, title: str, section_path: Sequence[str], *, min_words: int = MIN_WORDS
+    text: str, title: str, section_path: Sequence[str], *, min_words: int = MIN_WORDS, language: str | None = None
 ) -> tuple[str, list[tuple[int, int]], list[str]]:
-    """What to embed for one chunk: its context, its scorable spans and the string of each."""
+    """What to embed for one chunk (in ``language``, ``ChunkRecord.language``): its context, its
+    scorable spans and the string of each."""
     context = sentence_context(title, section_path)
-    spans = scorable_spans(text, min_words=min_words)
+    spans = scorable_spans(text, min_words=min_words, language=language)
     return context, spans, sentence_texts(context, text, spans)
 
 

@@ -45,6 +45,11 @@ def format_for_mime(content_type: str | None) -> UploadFormat | None:
     return next((fmt for fmt in UPLOAD_FORMATS if mime in fmt.mime_types), None)
 
 #: The optional ``acl`` form field of a multipart upload (the gateway's and the retriever's OpenAPI).
+UPLOAD_LANGUAGE_DESCRIPTION = (
+    "The uploaded documents' language (ISO 639-1, one of RAG_LANGUAGES, e.g. ro): they are analysed in it. Absent: "
+    "each document's language is identified from its text. Applies to every document of the upload that declares "
+    "none of its own (documents in a .json/.jsonl file may declare one each)."
+)
 UPLOAD_ACL_DESCRIPTION = (
     'Who in the tenant may read the uploaded documents: JSON {"groups": [...], "users": [...]}. Absent: '
     "everyone in the tenant. Applies to every document of the upload that carries no ACL of its own "

@@ -23,7 +23,7 @@ from rag_common.identity import Identity, Scope
 from rag_common.schemas import ConversationId, DocumentDeleted, DocumentId, DocumentList, IngestRequest, IngestResponse
 from rag_common.service import create_service_app, declares_document_access, error_responses, status_for
 from rag_common.telemetry import bind_tenant
-from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
+from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION, UPLOAD_LANGUAGE_DESCRIPTION
 from rag_gateway.authentication import require_scope
 from rag_gateway.chat_models import (
     ChatRequest,
@@ -81,6 +81,7 @@ _INGEST_BODY = {
                             "description": ".txt, .md, .html, .pdf, .json or .jsonl files; each accepted or rejected whole",
                         },
                         "acl": {"type": "string", "description": UPLOAD_ACL_DESCRIPTION},
+                        "language": {"type": "string", "description": UPLOAD_LANGUAGE_DESCRIPTION},
                     },
                 }
             },
@@ -138,7 +139,8 @@ async def _start_stream(identity: StreamChatter, body: ChatRequest, request: Req
 def _server_sent_event(event: StreamEvent) -> ServerSentEvent:
     if isinstance(event.data, RagError):
         error = event.data
-        data = {"error": error.message, "status": status_for(error), "stage": error.stage}
+        # ``error``: the operator's text (English, names the stage); ``message``: the user's, in their language.
+        data = {"error": error.message, "status": status_for(error), "stage": error.stage, "message": event.told}
         if (retry_after_s := getattr(error, "retry_after_s", None)) is not None:
             data["retry_after_s"] = retry_after_s
         return ServerSentEvent(event="error", data=data)
@@ -162,9 +164,10 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     async def chat_stream(
         start: Annotated[_StreamStart, Depends(_start_stream)], request: Request
     ) -> AsyncIterable[ServerSentEvent]:
-        """``meta`` {conversation_id, refined_query, intent}, ``token`` {text} per answer delta, then
+        """``meta`` {conversation_id, refined_query, intent, language}, ``token`` {text} per answer delta, then
         ``final`` (the ChatResponse, authoritative; the turn is stored before it is sent) or
-        ``error`` {error, status, stage} (nothing stored)."""
+        ``error`` {error, status, stage, message} (nothing stored; ``message`` is what to show the user, in
+        the question's language). ``meta`` also names the question's ``language``."""
         async for event in _chat(request).stream(start.identity, start.request, start.conversation_id):
             yield _server_sent_event(event)
 

@@ -1,14 +1,21 @@
 """The chat request as a LangGraph state graph.
 
-load_history → refine ─┬─ rag ─────────── retrieve → rerank → generate ─┐
-                       ├─ chitchat ────── chitchat (canned reply) ──────┤
-                       ├─ meta ────────── meta (from the stored turns) ─┼→ save_turn
-                       └─ out_of_scope ── decline (abstains) ───────────┘
+load_history → identify_language → refine ─┬─ rag ─────────── retrieve → rerank → generate ─┐
+                                           ├─ chitchat ────── chitchat (canned reply) ──────┤
+                                           ├─ meta ────────── meta (from the stored turns) ─┼→ save_turn
+                                           └─ out_of_scope ── decline (abstains) ───────────┘
 
 The branch is a conditional edge on the refiner's ``intent``: only ``rag`` reaches the retriever,
 reranker and generator; the other three answer without any LLM call. Each node calls at most one
 service over HTTP and records its own latency, and runs in its own span of the turn's trace
 (:func:`traced_node`): the span of its service call, and that service's server span, are its children.
+
+The question's language is named once per turn, by identify_language: the message's, else (when the
+message is too short to tell, "Și la master?") the conversation's last language (stored with each
+turn). It holds for the whole turn: the refiner, the retriever and the generator get it (a standalone
+rewrite keeps the user's language, so it is not named again), the turn stores it, the response says
+it, and every text the gateway writes itself (canned replies, the meta answer, the generator's
+stand-in, a streamed error's ``message``) is in it, else in ``RAG_DEFAULT_LANGUAGE`` (``rag_common.messages``).
 
 Failure policy (the table in docs/ARCHITECTURE.md; coded in the nodes below and nowhere else):
 
@@ -45,6 +52,7 @@ conversation so far comes in ``transcript`` and nothing is read from or written 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import re
@@ -62,6 +70,7 @@ from rag_common.errors import DependencyFailed
 from rag_common.history import cut_history
 from rag_common.identity import identity_headers
 from rag_common.http import ServiceClient
+from rag_common.messages import LanguagePolicy, message
 from rag_common.telemetry import tracer_provider
 from rag_common.schemas import (
     GenerateRequest,
@@ -113,7 +122,12 @@ INTENT_ROUTES: dict[Intent, str] = {
     "out_of_scope": "decline",
 }
 
-_THANKS = re.compile(r"\b(thanks?|thank\s+you|thx|ty|cheers|appreciated?)\b", re.IGNORECASE)
+#: A thank-you among the chitchat messages (English, and Romanian with or without its diacritics):
+#: it gets the thanks reply, any other small talk the greeting.
+_THANKS = re.compile(
+    r"\b(thanks?|thank\s+you|thx|ty|cheers|appreciated?|mul[țţt]umesc|mul[țţt]umim|mul[țţt]umiri|mersi)\b",
+    re.IGNORECASE,
+)
 
 
 def _history_for_llm(history: list[Turn]) -> list[HistoryTurn]:
@@ -121,16 +135,26 @@ def _history_for_llm(history: list[Turn]) -> list[HistoryTurn]:
     return [HistoryTurn(question=t.refined_query, answer=t.answer) for t in history]
 
 
-def describe_conversation(turns: list[Turn]) -> str:
-    """The deterministic answer of the meta branch: the user's earlier questions, in order.
+def describe_conversation(turns: list[Turn], language: str) -> str:
+    """The deterministic answer of the meta branch, in ``language``: the user's earlier questions, in order.
 
     Small talk and earlier meta questions are left out; they are not what "what did I ask?" means.
     """
     questions = [t.message for t in turns if t.intent in ("rag", "out_of_scope")]
     if not questions:
-        return "You haven't asked me anything about the documents yet in this conversation."
+        return message("meta_no_questions", language)
     lines = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
-    return f"So far in this conversation you asked:\n{lines}"
+    return message("meta_questions", language, questions=lines)
+
+
+def conversation_language(language: LanguagePolicy, turns: list[Turn]) -> str | None:
+    """The language of the newest of ``turns`` that has one: stored with it, or named from its message
+    (a stateless transcript's turns, and turns stored before languages were named, have none stored)."""
+    for turn in reversed(turns):
+        named = turn.language or language.of_question(turn.message)
+        if named is not None:
+            return named
+    return None
 
 
 def _emit(text: str) -> None:
@@ -212,7 +236,15 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             else:
                 recent = []
             history = cut_history(_history_for_llm(recent), policy.history)
-        return {"history": history, "degraded": degraded, "timings_ms": timer.ms}
+            history_language = await asyncio.to_thread(conversation_language, policy.language, recent)
+        return {"history": history, "history_language": history_language, "degraded": degraded, "timings_ms": timer.ms}
+
+    async def identify_language(state: ChatState) -> dict[str, Any]:
+        # Off the event loop: the identifier's model loads on its first use (about a second).
+        language = await asyncio.to_thread(
+            policy.language.of_question, state.request.message, history=state.history_language
+        )
+        return {"language": language}
 
     async def refine(state: ChatState) -> dict[str, Any]:
         degraded: list[str] = []
@@ -220,7 +252,12 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             try:
                 refined = await services.refiner.post(
                     "/v1/refine",
-                    RefineRequest(message=state.request.message, history=state.history, hyde=state.request.hyde),
+                    RefineRequest(
+                        message=state.request.message,
+                        history=state.history,
+                        hyde=state.request.hyde,
+                        language=state.language,
+                    ),
                     RefineResponse,
                     idempotent=True,
                 )
@@ -246,6 +283,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                     mode=policy.search_mode,
                     include_embeddings=policy.pass_embeddings,
                     include_sentence_vectors=policy.pass_sentence_vectors,
+                    language=state.language,
                 ),
                 SearchResponse,
                 idempotent=True,
@@ -303,6 +341,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
             passages=state.passages,
             history=state.history,
             query_embedding=None if state.searched_hyde else state.query_embedding,
+            language=state.language,
         )
         timings: dict[str, float] = {}
         with _Timer("generate") as timer:
@@ -325,7 +364,10 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                 if exc.kind in ("overloaded", "rejected") or "first_token" in timings:
                     raise
                 logger.warning("generator bypassed, quoting the top passages: %s", exc)
-                generation = answer_without_generator(refined.query, state.passages)
+                generation = answer_without_generator(
+                    refined.query, state.passages, texts=policy.language.of_texts(state.language),
+                    language=state.language,
+                )
                 generation = generation.model_copy(
                     update={"degraded": [describe_failure(exc, "quoted the best-matching sentence of the top passages")]}
                 )
@@ -333,8 +375,8 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
         return {"generation": generation, "degraded": generation.degraded, "timings_ms": timer.ms | timings}
 
     async def chitchat(state: ChatState) -> dict[str, Any]:
-        replies = policy.replies
-        answer = replies.thanks if _THANKS.search(state.request.message) else replies.chitchat
+        reply = "thanks" if _THANKS.search(state.request.message) else "chitchat"
+        answer = policy.replies.text(reply, policy.language.of_texts(state.language))
         _emit(answer)
         return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False)}
 
@@ -344,12 +386,12 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
                 turns = list(state.request.transcript)
             else:
                 turns = await services.store.turns(conversation_key(state))
-        answer = describe_conversation(turns)
+        answer = describe_conversation(turns, policy.language.of_texts(state.language))
         _emit(answer)
         return {"generation": GenerateResponse(answer=answer, citations=[], abstained=False), "timings_ms": timer.ms}
 
     async def decline(state: ChatState) -> dict[str, Any]:
-        answer = policy.replies.out_of_scope
+        answer = policy.replies.text("out_of_scope", policy.language.of_texts(state.language))
         _emit(answer)
         generation = GenerateResponse(answer=answer, citations=[], abstained=True, abstain_reason="out_of_scope")
         return {"generation": generation}
@@ -367,6 +409,7 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
     builder = StateGraph(ChatState)
     for name, node in [
         ("load_history", load_history),
+        ("identify_language", identify_language),
         ("refine", refine),
         ("retrieve", retrieve),
         ("rerank", rerank),
@@ -378,7 +421,8 @@ def build_chat_graph(services: ChatServices, policy: ChatPolicy) -> Any:
     ]:
         builder.add_node(name, traced_node(name, node))
     builder.add_edge(START, "load_history")
-    builder.add_edge("load_history", "refine")
+    builder.add_edge("load_history", "identify_language")
+    builder.add_edge("identify_language", "refine")
     builder.add_conditional_edges("refine", route_intent, INTENT_ROUTES)
     builder.add_edge("retrieve", "rerank")
     builder.add_edge("rerank", "generate")

@@ -20,6 +20,7 @@ from rag_common.schemas import (
     ConversationId,
     Intent,
     JsonInt,
+    LanguageCode,
     WireModel,
 )
 
@@ -63,6 +64,9 @@ class Turn(WireModel):
     turn_id: str | None = None
     #: Thumbs up/down on the answer, if the user gave one.
     feedback: Feedback | None = None
+    #: The question's language as the gateway named it (the next turn's fallback when it cannot be
+    #: told); None when it could not be, and on turns stored before languages were named.
+    language: LanguageCode | None = None
 
 
 class FeedbackOut(WireModel):
@@ -112,6 +116,10 @@ class ChatResponse(WireModel):
     #: Why the answer is an abstention, when it is (``not_answerable``, ``no_passages``,
     #: ``no_supported_claim``, ``out_of_scope``, ...); empty otherwise.
     abstain_reason: str = ""
+    #: The question's language (ISO 639-1) as the gateway named it, or its conversation's when the
+    #: message alone could not tell; None when neither could (the service's texts are then in
+    #: ``RAG_DEFAULT_LANGUAGE``).
+    language: LanguageCode | None = None
 
 
 class ConversationOut(WireModel):

@@ -1,27 +1,40 @@
 """What a chat request gets when it does not say: the one policy object of the chat path.
 
-Every value comes from :class:`GatewaySettings` (``ChatPolicy.of``), the one source of every
-default; the dataclasses here take none of their own. The chat service reads the request
-defaults (``top_k``, HyDE), the chat graph the rest (history window, search depth and mode, which
-stored vectors travel on, the canned replies).
+Every value comes from :class:`GatewaySettings` and, for the languages, :class:`LanguageSettings`
+(the ``RAG_*`` settings every service shares) (``ChatPolicy.of``), the one source of every default;
+the dataclasses here take none of their own. The chat service reads the request defaults
+(``top_k``, HyDE), the chat graph the rest (history window, search depth and mode, which stored
+vectors travel on, the canned replies, how the question's language is named and its texts' language).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from rag_common.history import HistoryWindow
+from rag_common.messages import LanguagePolicy, message
 from rag_common.schemas import SearchMode
+from rag_common.settings import LanguageSettings
 from rag_gateway.settings import GatewaySettings
+
+#: The replies of the branches without an LLM, by their catalog key.
+Reply = Literal["chitchat", "thanks", "out_of_scope"]
 
 
 @dataclass(frozen=True)
 class Replies:
-    """The fixed texts of the branches that need no LLM (``GATEWAY_*_REPLY``)."""
+    """The fixed texts of the branches that need no LLM: the catalog's (``rag_common.messages``) in the
+    question's language, unless ``GATEWAY_*_REPLY`` sets one (None: not set)."""
 
-    chitchat: str
-    thanks: str
-    out_of_scope: str
+    chitchat: str | None
+    thanks: str | None
+    out_of_scope: str | None
+
+    def text(self, reply: Reply, language: str) -> str:
+        """``reply`` in ``language``: the setting's text when set, else the catalog's."""
+        override = {"chitchat": self.chitchat, "thanks": self.thanks, "out_of_scope": self.out_of_scope}[reply]
+        return message(reply, language) if override is None else override
 
 
 @dataclass(frozen=True)
@@ -42,11 +55,14 @@ class ChatPolicy:
     #: (not to the reranker): answering then embeds no sentence.
     pass_sentence_vectors: bool
     replies: Replies
+    #: How a question's language is named (once per turn) and which language the service's texts take.
+    language: LanguagePolicy
 
     @classmethod
-    def of(cls, settings: GatewaySettings) -> ChatPolicy:
+    def of(cls, settings: GatewaySettings, language_settings: LanguageSettings | None = None) -> ChatPolicy:
         """The policy of ``GATEWAY_DEFAULT_TOP_K``, ``_HYDE_DEFAULT``, the history window, the search
-        depth and mode, the stored vectors passed on and the ``*_REPLY`` texts."""
+        depth and mode, the stored vectors passed on, the ``*_REPLY`` texts and the languages
+        (``language_settings``, else the ``RAG_*`` environment's)."""
         return cls(
             default_top_k=settings.default_top_k,
             hyde_default=settings.hyde_default,
@@ -60,6 +76,7 @@ class ChatPolicy:
                 thanks=settings.thanks_reply,
                 out_of_scope=settings.out_of_scope_reply,
             ),
+            language=LanguagePolicy.of(language_settings),
         )
 
     def top_k(self, requested: int | None) -> int:

@@ -17,8 +17,9 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rag_common.errors import NotFound, RagError
+from rag_common.errors import DependencyFailed, NotFound, RagError
 from rag_common.identity import Identity
+from rag_common.messages import message
 from rag_gateway.chat_models import (
     ChatRequest,
     ChatResponse,
@@ -52,10 +53,22 @@ class TurnNotFound(NotFound):
 @dataclass(frozen=True)
 class StreamEvent:
     """One event of a streamed answer: ``data`` is the JSON payload (``final``: a ChatResponse), or,
-    for ``error``, the domain error (the HTTP layer gives it its status)."""
+    for ``error``, the domain error (the HTTP layer gives it its status) and ``told`` what the user
+    reads of it, in the question's language (:func:`told_to_user`)."""
 
     name: Literal["meta", "token", "final", "error"]
     data: dict[str, Any] | ChatResponse | RagError
+    told: str | None = None
+
+
+def told_to_user(error: RagError, language: str) -> str:
+    """What a user reads of ``error``, in ``language`` (the error's own message is the operator's):
+    a stage too slow, a stage busy, a stage down, or anything else."""
+    if isinstance(error, DependencyFailed):
+        key = {"timeout": "error_timeout", "overloaded": "error_busy"}.get(error.kind, "error_unavailable")
+    else:
+        key = "error_internal"
+    return message(key, language)
 
 
 class ChatService:
@@ -189,12 +202,13 @@ class ChatService:
                                 "conversation_id": state.request.conversation_id,
                                 "refined_query": state.refined.query,
                                 "intent": state.refined.intent,
+                                "language": state.language,
                             },
                         )
             # Built inside the try: a failure here, after the headers went out, is an error event too.
             final = self._finish(state, started, endpoint)
         except RagError as exc:
-            yield StreamEvent("error", exc)
+            yield self._error_event(exc, state)
             return
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -202,13 +216,17 @@ class ChatService:
                 raise  # the client hung up (or the server is stopping): there is nobody to tell
             # Cancelled from inside (a graph task), with the client still listening: say so.
             logger.exception("chat stream cancelled from inside")
-            yield StreamEvent("error", RagError("internal error: the answer was cancelled"))
+            yield self._error_event(RagError("internal error: the answer was cancelled"), state)
             return
         except Exception as exc:  # noqa: BLE001 - the stream has started: report, never hang up silently
             logger.exception("chat stream failed")
-            yield StreamEvent("error", RagError(f"internal error: {type(exc).__name__}"))
+            yield self._error_event(RagError(f"internal error: {type(exc).__name__}"), state)
             return
         yield StreamEvent("final", final)
+
+    def _error_event(self, error: RagError, state: ChatState) -> StreamEvent:
+        """The ``error`` event, told in the language the graph named (if it got that far)."""
+        return StreamEvent("error", error, told_to_user(error, self._policy.language.of_texts(state.language)))
 
     async def conversation(self, identity: Identity, conversation_id: str) -> ConversationOut:
         """The caller's stored turns. A turn that cites a document the caller may no longer read (its

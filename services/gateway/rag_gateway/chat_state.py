@@ -48,6 +48,11 @@ class ChatState:
     request: ChatInput
     #: What the refiner and generator get: the recent turns that fit the token budget.
     history: list[HistoryTurn] = field(default_factory=list)
+    #: The conversation's last named language (of its recent turns), for a message that cannot tell.
+    history_language: str | None = None
+    #: The question's language, named once per turn (None: neither it nor the conversation tells): sent
+    #: to the refiner, retriever and generator, and the language of the gateway's own texts.
+    language: str | None = None
     refined: RefineResponse | None = None
     #: Decided once, by retrieve: the search used the refiner's hypothetical answer (HyDE), so its
     #: query embedding is not the query's and generate sends none.
@@ -104,6 +109,8 @@ class ChatResult:
     created_at: float
     #: Where the turn was stored (0-based, as GET /v1/conversations/{id} lists them); None if not stored.
     turn_index: int | None = None
+    #: The question's language (``ChatState.language``).
+    language: str | None = None
 
     @classmethod
     def of(cls, state: ChatState) -> ChatResult:
@@ -117,6 +124,7 @@ class ChatResult:
             degraded=tuple(state.degraded),
             turn_id=uuid.uuid4().hex,
             created_at=time.time(),
+            language=state.language,
         )
 
     def stored_at(self, turn_index: int) -> ChatResult:
@@ -132,6 +140,7 @@ class ChatResult:
             intent=self.refined.intent,
             created_at=self.created_at,
             turn_id=self.turn_id,
+            language=self.language,
         )
 
     def to_response(self, timings_ms: Mapping[str, float]) -> ChatResponse:
@@ -150,4 +159,5 @@ class ChatResult:
             answerability=generation.answerability,
             claims_dropped=generation.claims_dropped,
             abstain_reason=generation.abstain_reason if generation.abstained else "",
+            language=self.language,
         )

@@ -12,16 +12,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag_common.identity import Identity
+from rag_common.messages import message
 from rag_gateway.chat_models import SourceChunk, Turn
 from rag_gateway.conversation_store import ConversationStore
 from rag_gateway.document_service import DocumentService
 
 
 class ConversationAccess:
-    def __init__(self, store: ConversationStore, documents: DocumentService, withheld_answer: str) -> None:
+    def __init__(
+        self, store: ConversationStore, documents: DocumentService, withheld_answer: str | None,
+        default_language: str,
+    ) -> None:
+        """``withheld_answer``: ``GATEWAY_WITHHELD_ANSWER_REPLY`` (None: the catalog's text in the turn's
+        language, else ``default_language``)."""
         self._store = store
         self._documents = documents
-        self.withheld_answer = withheld_answer
+        self._withheld_answer = withheld_answer
+        self._default_language = default_language
+
+    def withheld_answer(self, language: str | None) -> str:
+        if self._withheld_answer is not None:
+            return self._withheld_answer
+        return message("withheld_answer", language or self._default_language)
 
     async def visible(self, identity: Identity, conversation: str, turns: Sequence[Turn]) -> list[Turn]:
         """``turns`` of the stored ``conversation`` as ``identity`` may see them now. Fails closed: a
@@ -47,4 +59,4 @@ class ConversationAccess:
         return self._withhold(turn)
 
     def _withhold(self, turn: Turn) -> Turn:
-        return turn.model_copy(update={"answer": self.withheld_answer, "citations": []})
+        return turn.model_copy(update={"answer": self.withheld_answer(turn.language), "citations": []})

@@ -28,14 +28,19 @@ from fastapi.sse import format_sse_event
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from rag_common.errors import RagError
+from rag_common.messages import SHIPPED, message
 from rag_common.schemas import MAX_MESSAGE_CHARS, MAX_TOP_K, NOT_BLANK, Citation, JsonInt
 from rag_common.service import status_for
 from rag_gateway.chat_models import ChatResponse, Turn
 from rag_gateway.chat_service import StreamEvent
 
-SOURCES_HEADER = "Sources:"
-_SOURCES_SEPARATOR = f"\n\n{SOURCES_HEADER}\n"
-REVISED_SEPARATOR = "\n\n---\nVerified answer:\n"
+SOURCES_HEADER = message("sources_header", None)
+REVISED_SEPARATOR = "\n\n---\n" + message("verified_answer", None) + "\n"
+
+
+def revised_separator(language: str | None) -> str:
+    """What separates a streamed answer from the verified one that replaced it, in ``language``."""
+    return "\n\n---\n" + message("verified_answer", language) + "\n"
 
 
 class ContentPart(BaseModel):
@@ -128,8 +133,11 @@ class ChatCompletionRequest(BaseModel):
 
 def strip_sources(content: str) -> str:
     """An earlier answer of this endpoint without its appended sources list (not useful as history)."""
-    head, sep, _ = content.rpartition(_SOURCES_SEPARATOR)
-    return head if sep else content
+    for language in SHIPPED:  # the answer was in one of them; its header says which
+        head, sep, _ = content.rpartition("\n\n" + message("sources_header", language) + "\n")
+        if sep:
+            return head
+    return content
 
 
 def transcript(messages: list[ChatMessage]) -> list[Turn]:
@@ -154,8 +162,9 @@ def _turn(question: str, answer: str) -> Turn:
     return Turn(message=question, refined_query=question, answer=answer, created_at=0.0)
 
 
-def format_sources(citations: list[Citation]) -> str:
-    """``\\n\\nSources:\\n[1] title (source, page 3)`` lines, or "" when nothing is cited."""
+def format_sources(citations: list[Citation], language: str | None = None) -> str:
+    """``\\n\\nSources:\\n[1] title (source, page 3)`` lines in ``language`` (the answer's), or "" when
+    nothing is cited."""
     if not citations:
         return ""
     lines = []
@@ -163,9 +172,9 @@ def format_sources(citations: list[Citation]) -> str:
         label = c.title or c.source or c.chunk_id
         details = [c.source] if c.title and c.source else []
         if c.page is not None:
-            details.append(f"page {c.page}")
+            details.append(message("source_page", language, page=c.page))
         lines.append(f"[{c.id}] {label} ({', '.join(details)})" if details else f"[{c.id}] {label}")
-    return _SOURCES_SEPARATOR + "\n".join(lines)
+    return "\n\n" + message("sources_header", language) + "\n" + "\n".join(lines)
 
 
 def _citations_json(citations: list[Citation]) -> list[dict[str, Any]]:
@@ -185,7 +194,7 @@ def completion(response: ChatResponse, model: str) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": response.answer + format_sources(response.citations)},
+                "message": {"role": "assistant", "content": response.answer + format_sources(response.citations, response.language)},
                 "finish_reason": "stop",
                 "logprobs": None,
             }
@@ -223,8 +232,8 @@ async def completion_chunks(events: AsyncIterator[StreamEvent], model: str) -> A
             if answer.startswith(streamed):
                 tail = answer[len(streamed) :]
             else:
-                tail = REVISED_SEPARATOR + answer
-            tail += format_sources(event.data.citations)
+                tail = revised_separator(event.data.language) + answer
+            tail += format_sources(event.data.citations, event.data.language)
             if tail:
                 yield chunk({"content": tail})
             yield chunk({}, "stop", citations=_citations_json(event.data.citations))

@@ -83,6 +83,7 @@ class QueryLogRecord(BaseModel):
     question: str
     refined_query: str
     intent: str
+    language: str | None = Field(default=None, description="The question's language (ISO 639-1), None when not told")
     answer: str
     answer_mode: str | None = None
     abstained: bool
@@ -136,6 +137,7 @@ def turn_record(
         question=result.message,
         refined_query=refined.query,
         intent=refined.intent,
+        language=result.language,
         answer=generation.answer,
         answer_mode=generation.mode,
         abstained=generation.abstained,

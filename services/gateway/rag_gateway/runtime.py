@@ -151,11 +151,11 @@ async def open_runtime(settings: GatewaySettings | None = None) -> AsyncIterator
         }
         stack.push_async_callback(lambda: asyncio.gather(*(client.aclose() for client in clients.values())))
         documents = DocumentService(clients["ingest"], max_upload_mb=settings.max_upload_mb)
-        access = ConversationAccess(store, documents, settings.withheld_answer_reply)
+        policy = ChatPolicy.of(settings)
+        access = ConversationAccess(store, documents, settings.withheld_answer_reply, policy.language.default)
         services = ChatServices(
             clients["refiner"], clients["retriever"], clients["reranker"], clients["generator"], store, access
         )
-        policy = ChatPolicy.of(settings)
         graph = build_chat_graph(services, policy)
         query_log = query_log_writer(settings)
         query_log.start()

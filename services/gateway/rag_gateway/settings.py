@@ -107,22 +107,32 @@ class GatewaySettings(ServiceSettings):
         description="Ask the refiner for a hypothetical answer (HyDE) and search with it when a request does not say "
         "(ChatRequest.hyde null). Default false.",
     )
-    chitchat_reply: str = Field(
-        default="Hello! I answer questions about the indexed documents. What would you like to know?",
-        description="Canned reply to a greeting or other small talk (intent chitchat); no LLM, no retrieval.",
+    # The three replies below are the message catalog's (rag_common/messages), in the question's language;
+    # a value set here replaces the catalog's text in every language.
+    chitchat_reply: str | None = Field(
+        default=None,
+        description="Canned reply to a greeting or other small talk (intent chitchat); no LLM, no retrieval. "
+        "Default: unset, the catalog's text in the question's language (English: \"Hello! I answer questions "
+        "about the indexed documents. What would you like to know?\"); set, this text in every language.",
     )
-    thanks_reply: str = Field(
-        default="You're welcome! Ask me anything else about the documents.",
-        description="Canned reply to a thank-you (intent chitchat).",
+    thanks_reply: str | None = Field(
+        default=None,
+        description="Canned reply to a thank-you (intent chitchat). Default: unset, the catalog's text in the "
+        "question's language (English: \"You're welcome! Ask me anything else about the documents.\"); set, "
+        "this text in every language.",
     )
-    out_of_scope_reply: str = Field(
-        default="Sorry, I can only answer questions about the indexed documents, and that is outside them.",
-        description="Polite decline for intent out_of_scope (the answer is marked abstained).",
+    out_of_scope_reply: str | None = Field(
+        default=None,
+        description="Polite decline for intent out_of_scope (the answer is marked abstained). Default: unset, "
+        "the catalog's text in the question's language (English: \"Sorry, I can only answer questions about "
+        "the indexed documents, and that is outside them.\"); set, this text in every language.",
     )
-    withheld_answer_reply: str = Field(
-        default="This answer is withheld: it cited a document you can no longer read.",
+    withheld_answer_reply: str | None = Field(
+        default=None,
         description="Shown in a stored conversation instead of an answer that cites a document the caller may no "
-        "longer read (its ACL changed or it was deleted); the turn's citations are dropped with it.",
+        "longer read (its ACL changed or it was deleted); the turn's citations are dropped with it. Default: unset, "
+        "the catalog's text in the turn's language (English: \"This answer is withheld: it cited a document you "
+        "can no longer read.\"); set, this text in every language.",
     )
     openai_model: str = Field(
         default="rag-gateway",

@@ -20,16 +20,12 @@ from collections.abc import Sequence
 from rag_common.content_words import content_words, coverage
 from rag_common.errors import DependencyFailed
 from rag_common.history import append_context
+from rag_common.messages import message
 from rag_common.schemas import Citation, GenerateResponse, HistoryTurn, Passage, RefineResponse
 from rag_common.sentences import sentence_spans
 
 #: Passages (in the reranker's order, or the retriever's) whose sentences the stand-in answer may quote.
 FALLBACK_PASSAGES = 3
-#: The answer when no sentence of the top passages shares a word with the question.
-NO_MATCH_ANSWER = (
-    "The answer service is unavailable right now and none of the top passages matches the question "
-    "closely enough to quote. Please try again shortly."
-)
 
 
 def describe_failure(failure: DependencyFailed, replacement: str) -> str:
@@ -50,19 +46,26 @@ def refine_without_refiner(message: str, history: Sequence[HistoryTurn]) -> Refi
     )
 
 
-def answer_without_generator(query: str, passages: Sequence[Passage]) -> GenerateResponse:
+def answer_without_generator(
+    query: str, passages: Sequence[Passage], *, texts: str, language: str | None = None
+) -> GenerateResponse:
     """The best-covering sentence of the top passages, quoted verbatim with its citation; an
-    abstention when none shares a content word with ``query`` (or there are no passages). Ties go to
-    the higher-ranked passage, then the earlier sentence."""
-    wanted = set(content_words(query))
+    abstention when none shares a content word with ``query`` (or there are no passages), its text
+    in the ``texts`` language (the catalog's ``generator_unavailable``). Ties go to the higher-ranked
+    passage, then the earlier sentence. ``language``: the query's (None: unsure), for its content
+    words; each passage is cut and read in its own (``Passage.language``; the query's when unset)."""
+    wanted = set(content_words(query, language))
     best: tuple[float, int, int, Passage, int, int] | None = None
     for rank, passage in enumerate(passages[:FALLBACK_PASSAGES]):
-        for position, (start, end) in enumerate(sentence_spans(passage.text)):
-            score = coverage(wanted, content_words(passage.text[start:end]))
+        for position, (start, end) in enumerate(sentence_spans(passage.text, passage.language)):
+            score = coverage(wanted, content_words(passage.text[start:end], passage.language or language))
             if score > 0 and (best is None or (score, -rank, -position) > best[:3]):
                 best = (score, -rank, -position, passage, start, end)
     if best is None:
-        return GenerateResponse(answer=NO_MATCH_ANSWER, citations=[], abstained=True, abstain_reason="generator_unavailable")
+        return GenerateResponse(
+            answer=message("generator_unavailable", texts), citations=[], abstained=True,
+            abstain_reason="generator_unavailable",
+        )
     _, _, _, passage, start, end = best
     quote = passage.text[start:end]
     citation = Citation(

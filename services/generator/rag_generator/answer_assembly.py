@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_common.messages import message
 from rag_common.schemas import AnswerMode, Citation, GenerateResponse
 from rag_generator.evidence import EvidenceUnit
-
-#: The one answer a user sees whenever the generator abstains, whatever the reason.
-ABSTAIN_MESSAGE = "I could not find this in the documents."
 
 
 @dataclass(frozen=True)
@@ -39,14 +37,17 @@ class CitedAnswer:
 def abstention(
     reason: str,
     *,
+    language: str,
     answerability: float | None = None,
     citation_precision: float | None = None,
     claims_dropped: int = 0,
     repaired: bool = False,
     degraded: Sequence[str] = (),
 ) -> GenerateResponse:
+    """The one answer a user sees whenever the generator abstains, whatever the ``reason`` (a code, in
+    English), in the question's ``language`` (the catalog's ``abstain``)."""
     return GenerateResponse(
-        answer=ABSTAIN_MESSAGE,
+        answer=message("abstain", language),
         citations=[],
         abstained=True,
         abstain_reason=reason,

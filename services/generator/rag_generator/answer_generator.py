@@ -12,6 +12,10 @@
 A citation's quote is the cited sentence itself, with its offsets, so nothing the model copies has to
 be verified. ``stream`` yields the answer only once it is final (claims after the support check), so
 the text a client watched is always the text of the final event.
+
+The question's language is the request's (the gateway names it once per turn); a request without one
+has it named here, from the query (``LanguagePolicy``), before anything else reads it. The abstention is
+in it (``rag_common.messages``), else in ``RAG_DEFAULT_LANGUAGE``.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rag_common.errors import DependencyFailed
+from rag_common.messages import LanguagePolicy
 from rag_common.schemas import GenerateRequest, GenerateResponse
-from rag_generator.answer_assembly import ABSTAIN_MESSAGE, AnswerPart, abstention, answered, cite
+from rag_generator.answer_assembly import AnswerPart, abstention, answered, cite
 from rag_generator.answerability import AnswerabilityFeatures, AnswerabilityGate, features_from_answer
 from rag_generator.claim_support import Claim, ClaimSupport
 from rag_generator.claim_writer import ClaimWriter
@@ -33,7 +38,7 @@ from rag_generator.evidence import EvidenceUnit, build_evidence, evidence_index
 from rag_generator.extractive_answerer import ExtractiveAnswer, ExtractiveAnswerer
 from rag_generator.stream_events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent
 
-__all__ = ["ABSTAIN_MESSAGE", "AnswerGenerator", "Assessment", "GeneratorMode"]
+__all__ = ["AnswerGenerator", "Assessment", "GeneratorMode"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +74,7 @@ class AnswerGenerator:
         gate: AnswerabilityGate | None,
         max_passages: int,
         max_passage_chars: int,
+        language: LanguagePolicy,
     ) -> None:
         if mode != "extractive" and writer is None:
             raise ValueError(f"mode {mode!r} needs an LLM (ClaimWriter)")
@@ -79,6 +85,7 @@ class AnswerGenerator:
         self._gate = gate
         self._max_passages = max_passages
         self._max_passage_chars = max_passage_chars
+        self._language = language
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         """The response; raises DependencyFailed only in ``generative`` mode when the LLM fails."""
@@ -97,19 +104,29 @@ class AnswerGenerator:
 
     # ------------------------------------------------------------------ steps
 
+    async def _named_language(self, request: GenerateRequest) -> GenerateRequest:
+        """``request`` with its question's language named: the caller's, else identified from the query
+        (None when it cannot be told). Off the event loop: the model loads on its first use."""
+        if request.language is not None:
+            return request
+        language = await asyncio.to_thread(self._language.of_question, request.query)
+        return request.model_copy(update={"language": language})
+
     async def _answer(self, request: GenerateRequest) -> _Outcome:
+        request = await self._named_language(request)
+        texts = self._language.of_texts(request.language)
         if not request.passages:
-            return _abstained(abstention("no_passages"))
+            return _abstained(abstention("no_passages", language=texts))
         scored = await self.assess(request)
         if scored.extractive.best is None:
-            return _abstained(abstention("no_evidence", answerability=scored.answerability))
+            return _abstained(abstention("no_evidence", language=texts, answerability=scored.answerability))
         if self._gate is not None and scored.answerability is not None and scored.answerability < self._gate.threshold:
-            return _abstained(abstention("not_answerable", answerability=scored.answerability))
+            return _abstained(abstention("not_answerable", language=texts, answerability=scored.answerability))
         if self.mode == "extractive":
             return self._extracted(scored)
         assert self._writer is not None
         try:
-            draft = await self._writer.write(request.query, scored.units, request.history)
+            draft = await self._writer.write(request.query, scored.units, request.history, request.language)
         except DependencyFailed as exc:
             if self.mode == "generative":
                 raise
@@ -118,16 +135,20 @@ class AnswerGenerator:
         if draft.reply is None:
             reason = f"generator: extractive answer, the LLM's reply was invalid ({draft.invalid_reason})"
             if self.mode == "generative":
-                return _abstained(abstention("invalid_output", answerability=scored.answerability))
+                return _abstained(abstention("invalid_output", language=texts, answerability=scored.answerability))
             return self._extracted(scored, reason)
-        return await self._checked_claims(scored, draft.reply.claims, repaired=draft.repaired)
+        return await self._checked_claims(
+            scored, draft.reply.claims, texts, repaired=draft.repaired, language=request.language
+        )
 
     async def assess(self, request: GenerateRequest) -> Assessment:
         """Score the sentences and the answerability (also what ``ragctl calibrate`` fits the gate on)."""
         units = build_evidence(
             request.passages, max_passages=self._max_passages, max_passage_chars=self._max_passage_chars
         )
-        extractive = await self._extractive.aanswer(request.query, units, query_vector=request.query_embedding)
+        extractive = await self._extractive.aanswer(
+            request.query, units, query_vector=request.query_embedding, language=request.language
+        )
         features = answerability = None
         if extractive.best is not None:
             retrieval_scores = [p.score for p in request.passages[: self._max_passages]]
@@ -147,16 +168,21 @@ class AnswerGenerator:
         )
         return _Outcome(response, cited.pieces)
 
-    async def _checked_claims(self, scored: Assessment, claims: Sequence, *, repaired: bool) -> _Outcome:
+    async def _checked_claims(
+        self, scored: Assessment, claims: Sequence, texts: str, *, repaired: bool, language: str | None
+    ) -> _Outcome:
+        """``texts``: the language of an abstention; ``language``: the question's (the claims are in it)."""
         by_id = evidence_index(scored.units)
         drafted = [
-            Claim(_without_markers(claim.text), [by_id[sid] for sid in dict.fromkeys(claim.evidence)])
+            Claim(_without_markers(claim.text), [by_id[sid] for sid in dict.fromkeys(claim.evidence)], language=language)
             for claim in claims
         ]
         drafted = [claim for claim in drafted if claim.text]
         if not drafted:
             if self.mode == "generative":
-                return _abstained(abstention("model_abstained", answerability=scored.answerability, repaired=repaired))
+                return _abstained(
+                    abstention("model_abstained", language=texts, answerability=scored.answerability, repaired=repaired)
+                )
             return self._extracted(scored, "generator: extractive answer, the LLM gave no claim", repaired=repaired)
         verdicts = await asyncio.to_thread(self._support.score_claims, drafted)
         kept = [claim for claim, verdict in zip(drafted, verdicts) if verdict.supported]
@@ -170,6 +196,7 @@ class AnswerGenerator:
                 return _abstained(
                     abstention(
                         "no_supported_claim",
+                        language=texts,
                         answerability=scored.answerability,
                         citation_precision=precision,
                         claims_dropped=dropped,

@@ -4,7 +4,8 @@ The sources are shown cut into sentences with ids (``[2.3]`` = source 2, sentenc
 ``evidence.py``). A small model cannot copy a quote verbatim, but it can copy an id, and the cited
 sentence then *is* the quote. One worked example teaches the reply shape; an abstaining example was
 measured (for the earlier quote prompt) to make SmolLM2 refuse answerable questions, so abstaining
-is only described in the instructions.
+is only described in the instructions. A question of a known language gets its answer asked for in
+that language (the worked example is English, and a small model follows it unless told otherwise).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from rag_common.languages import language as spoken_language
 from rag_common.schemas import HistoryTurn, Passage
 from rag_generator.evidence import EvidenceUnit, build_evidence, render_evidence
 
@@ -43,15 +45,23 @@ _EXAMPLE_REPLY = {
 
 
 def build_claim_messages(
-    question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn] = ()
+    question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn] = (), language: str | None = None
 ) -> list[BaseMessage]:
+    """The claims conversation; ``language``: the question's ISO 639-1 code when known, else None."""
     example_units = build_evidence(_EXAMPLE_PASSAGES, max_passages=2, max_passage_chars=400)
     return [
-        SystemMessage(SYSTEM_INSTRUCTIONS),
+        SystemMessage(SYSTEM_INSTRUCTIONS + answer_language_instruction(language)),
         HumanMessage(_user_block(_EXAMPLE_QUESTION, example_units, ())),
         AIMessage(json.dumps(_EXAMPLE_REPLY)),
         HumanMessage(_user_block(question, units, history)),
     ]
+
+
+def answer_language_instruction(language: str | None) -> str:
+    """``" Write the claims in Romanian, the language of the question."``; ``""`` for an unknown language."""
+    if language is None:
+        return ""
+    return f" Write the claims in {spoken_language(language).name.capitalize()}, the language of the question."
 
 
 def _user_block(question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn]) -> str:

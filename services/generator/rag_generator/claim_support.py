@@ -66,10 +66,15 @@ Evidence = EvidenceUnit | str
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """One claim of an answer and the evidence it cites (units, or bare sentence texts)."""
+    """One claim of an answer and the evidence it cites (units, or bare sentence texts).
+
+    ``language``: the claim's (the answer's: the question's, ``GenerateRequest.language``), for its
+    content words; a cited unit's are read in its passage's language, a bare text's (or a unit's whose
+    passage does not say) in the claim's."""
 
     text: str
     evidence: Sequence[Evidence]
+    language: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +133,11 @@ class ClaimSupport:
         cosines = np.asarray(claim_vectors @ sentence_vectors.T, dtype=np.float64)
         results = [_UNSUPPORTED for _ in claims]
         for k, i in enumerate(scorable):
-            cited = [text for text in texts[i] if _has_content(text)]
-            cosine = float(max(cosines[k, row[text]] for text in cited))
-            cited_words = [word for text in cited for word in content_words(text)]
-            lexical = coverage(content_words(claims[i].text), cited_words)
+            language = claims[i].language
+            cited = [item for item, text in zip(claims[i].evidence, texts[i]) if _has_content(text)]
+            cosine = float(max(cosines[k, row[_text(item)]] for item in cited))
+            cited_words = [word for item in cited for word in content_words(_text(item), _language(item, language))]
+            lexical = coverage(content_words(claims[i].text, language), cited_words)
             score = self.lexical_weight * lexical + (1.0 - self.lexical_weight) * max(cosine, 0.0)
             results[i] = SupportScore(lexical, cosine, score, score >= self.threshold)
         return results
@@ -139,6 +145,10 @@ class ClaimSupport:
 
 def _text(item: Evidence) -> str:
     return item.text if isinstance(item, EvidenceUnit) else item
+
+
+def _language(item: Evidence, claim_language: str | None) -> str | None:
+    return (item.passage.language if isinstance(item, EvidenceUnit) else None) or claim_language
 
 
 def _has_content(text: str) -> bool:

@@ -77,9 +77,12 @@ class ClaimWriter:
         #: ``json_schema`` until the endpoint refuses it, then ``function_calling`` for good.
         self.structured_method: StructuredMethod = structured_method
 
-    async def write(self, question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn]) -> Draft:
-        """The model's claims about ``units``; raises DependencyFailed if the LLM is down or too slow."""
-        messages = build_claim_messages(question, units, history)
+    async def write(
+        self, question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn], language: str | None = None
+    ) -> Draft:
+        """The model's claims about ``units``, asked for in ``language`` (the question's; None: not said);
+        raises DependencyFailed if the LLM is down or too slow."""
+        messages = build_claim_messages(question, units, history, language)
         ids = [unit.id for unit in units]
         schema = build_claim_schema(ids, max_claims=self._max_claims, claim_max_chars=self._claim_max_chars)
         limits = ReplyLimits(self._max_claims, self._claim_max_chars, frozenset(ids))
@@ -97,7 +100,7 @@ class ClaimWriter:
             return Draft(ClaimReply.from_model_output(reply.output, limits))
         except InvalidModelOutput as exc:
             logger.info("invalid model output (%s); one repair attempt", exc)
-            return await self._repair(schema, messages, reply.text, str(exc), limits, deadline)
+            return await self._repair(schema, messages, reply.text, str(exc), limits, deadline, language)
 
     async def _repair(
         self,
@@ -107,9 +110,11 @@ class ClaimWriter:
         error: str,
         limits: ReplyLimits,
         deadline: float,
+        language: str | None = None,
     ) -> Draft:
         try:
-            reply = await self._invoke(schema, build_repair_messages(messages, invalid_text, error), deadline)
+            repair = build_repair_messages(messages, invalid_text, error, language)
+            reply = await self._invoke(schema, repair, deadline)
         except LLMBusy as exc:
             return Draft(None, f"repair call refused: {exc.message}", repaired=True)
         except (TimeoutError, openai.OpenAIError) as exc:

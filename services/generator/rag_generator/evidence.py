@@ -4,7 +4,7 @@ A small model cannot copy a quote reliably, but it can copy ``[2.3]``. Citing a 
 turns "is this quote in the source?" (fuzzy, usually failing) into a lookup that cannot fail, and the
 unit's offsets give the caller the exact span to highlight. Sentences are cut by
 :func:`rag_common.sentences.sentence_spans`, the chunker's own rule, so a unit never straddles two of
-the chunker's units.
+the chunker's units; with the passage's language (``Passage.language``), as the chunker cut it.
 
 Sources are numbered ``1..n`` in the order given (the reranker's order), so a
 source number means the same passage in every part of the generator.
@@ -78,7 +78,7 @@ def build_evidence(
         text = passage.text
         limit = len(text) - len(text.lstrip()) + max_passage_chars
         index = 0
-        for start, end in sentence_spans(text):
+        for start, end in sentence_spans(text, passage.language):
             if max_units_per_passage is not None and index >= max_units_per_passage:
                 break
             if end > limit:

@@ -138,9 +138,10 @@ class ExtractiveAnswerer:
         evidence: Sequence[EvidenceUnit] | Sequence[Passage],
         *,
         query_vector: Sequence[float] | None = None,
+        language: str | None = None,
     ) -> ExtractiveAnswer:
         """:meth:`answer` in a worker thread: embedding is CPU-bound and must not block the event loop."""
-        return await asyncio.to_thread(self.answer, query, evidence, query_vector=query_vector)
+        return await asyncio.to_thread(self.answer, query, evidence, query_vector=query_vector, language=language)
 
     def answer(
         self,
@@ -148,9 +149,12 @@ class ExtractiveAnswerer:
         evidence: Sequence[EvidenceUnit] | Sequence[Passage],
         *,
         query_vector: Sequence[float] | None = None,
+        language: str | None = None,
     ) -> ExtractiveAnswer:
         """``query_vector`` (the retriever's, same model) and passages that carry their stored
-        ``embedding`` spare the query and passage encodes: only the sentences are embedded then."""
+        ``embedding`` spare the query and passage encodes: only the sentences are embedded then.
+        ``language``: the query's (``GenerateRequest.language``), for its content words; a sentence's
+        are read in its passage's language, or the query's when the passage does not say."""
         units = self._units(evidence)
         eligible = [unit for unit in units if self._eligible(unit)]
         if not eligible:
@@ -176,9 +180,10 @@ class ExtractiveAnswerer:
         else:
             passage_vectors = self._embedder.encode_documents([p.text for p in passages.values()])
         passage_cosines = {source: float(c) for source, c in zip(passages, passage_vectors @ query_array)}
-        query_words = content_words(query)
+        query_words = content_words(query, language)
         scored = [
-            self._score(unit, float(cosine), query_words, ctx) for unit, cosine, ctx in zip(eligible, cosines, contexts)
+            self._score(unit, float(cosine), query_words, ctx, language)
+            for unit, cosine, ctx in zip(eligible, cosines, contexts)
         ]
         ranked = sorted(scored, key=lambda s: (-s.score, s.unit.source, s.unit.index))
         chosen = self._select(ranked)
@@ -198,8 +203,10 @@ class ExtractiveAnswerer:
     def _eligible(self, unit: EvidenceUnit) -> bool:
         return word_count(unit.text) >= self.min_words and not is_table_separator(unit.text)
 
-    def _score(self, unit: EvidenceUnit, cosine: float, query_words: list[str], context: str) -> SentenceScore:
-        lexical = coverage(query_words, content_words(context + unit.text))
+    def _score(
+        self, unit: EvidenceUnit, cosine: float, query_words: list[str], context: str, language: str | None
+    ) -> SentenceScore:
+        lexical = coverage(query_words, content_words(context + unit.text, unit.passage.language or language))
         rank_prior, position_prior = 1.0 / unit.source, 1.0 / unit.index
         w = self.weights
         score = (

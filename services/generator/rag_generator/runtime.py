@@ -18,6 +18,7 @@ from langchain_openai import ChatOpenAI
 from rag_common.embedders import Embedder
 from rag_common.llm import build_chat_model, llm_admission, llm_readiness
 from rag_common.llm_admission import LLMAdmission
+from rag_common.messages import LanguagePolicy
 from rag_common.settings import LLMSettings
 from rag_generator.answer_generator import AnswerGenerator
 from rag_generator.answerability import DEFAULT_GATE_PATH, AnswerabilityGate
@@ -72,7 +73,9 @@ def build_answer_generator(
     embedder: Embedder,
     gate: AnswerabilityGate | None,
     admission: LLMAdmission | None = None,
+    language: LanguagePolicy | None = None,
 ) -> AnswerGenerator:
+    """``language`` defaults to the ``RAG_LANGUAGES`` / ``RAG_DEFAULT_LANGUAGE`` environment's."""
     writer = None
     if settings.mode != "extractive":
         writer = ClaimWriter(
@@ -90,6 +93,7 @@ def build_answer_generator(
         gate=gate,
         max_passages=settings.max_passages,
         max_passage_chars=settings.max_passage_chars,
+        language=language or LanguagePolicy.of(),
     )
 
 

@@ -15,6 +15,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from rag_refiner.llm_call import UnusableOutput
+from rag_refiner.prompt_language import write_in
 
 #: Default ``hyde_max_tokens`` (setting ``REFINER_HYDE_MAX_TOKENS``): two or three sentences.
 DEFAULT_HYDE_MAX_TOKENS = 96
@@ -38,9 +39,10 @@ class HydeWriter:
     def __init__(self, chat_model: BaseChatModel, *, max_tokens: int):
         self._model = chat_model.bind(max_tokens=max_tokens)
 
-    async def write(self, query: str) -> str:
-        """The hypothetical passage for ``query``, whitespace-normalised, cut to whole sentences."""
-        reply = await self._model.ainvoke(build_hyde_messages(query))
+    async def write(self, query: str, language: str | None = None) -> str:
+        """The hypothetical passage for ``query``, whitespace-normalised, cut to whole sentences; in
+        ``language`` when it is known (a passage in another language shares no words with the documents)."""
+        reply = await self._model.ainvoke(build_hyde_messages(query, language))
         content = reply.content if isinstance(reply.content, str) else ""
         passage = _trim_to_sentence(" ".join(content.split()))
         if not passage:
@@ -53,8 +55,8 @@ class HydeWriter:
         return f"{query}\n{passage}"
 
 
-def build_hyde_messages(query: str) -> list[BaseMessage]:
-    return [SystemMessage(SYSTEM_INSTRUCTIONS), HumanMessage(query.strip())]
+def build_hyde_messages(query: str, language: str | None = None) -> list[BaseMessage]:
+    return [SystemMessage(SYSTEM_INSTRUCTIONS + write_in(language, "the passage")), HumanMessage(query.strip())]
 
 
 def _trim_to_sentence(text: str) -> str:

@@ -88,16 +88,19 @@ class IntentRouter:
             admission=admission,
         )
 
-    def classify_cheap(self, message: str) -> IntentDecision | IntentScores:
-        """Stages 1 and 2 only: a decision, or (when unsure) the classifier's scores for stage 3 to settle."""
-        return self.classify_cheap_many([message])[0]
+    def classify_cheap(self, message: str, language: str | None = None) -> IntentDecision | IntentScores:
+        """Stages 1 and 2 only: a decision, or (when unsure) the classifier's scores for stage 3 to settle.
+        ``language``: the message's code when known, which picks the rules' pattern tables."""
+        return self.classify_cheap_many([message], language)[0]
 
-    def classify_cheap_many(self, messages: Sequence[str]) -> list[IntentDecision | IntentScores]:
-        """``classify_cheap`` for many messages with one classifier pass (evaluation, benchmarks)."""
+    def classify_cheap_many(
+        self, messages: Sequence[str], language: str | None = None
+    ) -> list[IntentDecision | IntentScores]:
+        """``classify_cheap`` for many messages (of one ``language``, or None) with one classifier pass."""
         results: list[IntentDecision | IntentScores | None] = [None] * len(messages)
         pending: list[int] = []
         for i, message in enumerate(messages):
-            rule = match_intent_rules(message)
+            rule = match_intent_rules(message, language)
             if rule is not None:
                 results[i] = IntentDecision(rule, "rules", 1.0)
             else:
@@ -107,8 +110,8 @@ class IntentRouter:
             results[i] = IntentDecision(scores.intent, "embedding", scores.confidence) if sure else scores
         return results  # type: ignore[return-value]
 
-    async def route(self, message: str) -> IntentDecision:
-        scores = self.classify_cheap(message)
+    async def route(self, message: str, language: str | None = None) -> IntentDecision:
+        scores = self.classify_cheap(message, language)
         if isinstance(scores, IntentDecision):
             return scores
         leaning = f"classifier leaned {scores.intent} at {scores.confidence:.2f} < {self._threshold:g}"

@@ -43,6 +43,9 @@ class QueryRefiner:
     ``refine`` never raises: the raw message is always a usable (if weaker) query, ``rag`` a safe
     intent and no HyDE a safe search. Once a model call failed (refused, timed out), the request's
     later calls are skipped instead of each waiting out its own timeout.
+
+    The request's ``language`` (the message's, when the caller named it) picks the intent rules'
+    tables and the guard's words, and the rewrite and the HyDE passage are asked for in it.
     """
 
     def __init__(
@@ -84,8 +87,8 @@ class QueryRefiner:
         )
 
     async def refine(self, request: RefineRequest) -> RefineResponse:
-        message = request.message
-        decision = await self._router.route(message)
+        message, language = request.message, request.language
+        decision = await self._router.route(message, language)
         llm_failure = decision.llm_failure
         details = [f"intent: {decision.detail}"] if decision.detail else []
 
@@ -97,13 +100,13 @@ class QueryRefiner:
         elif llm_failure:
             rewrite = _Rewrite(message, False, "fallback", f"rewrite skipped, {llm_failure} earlier in this request")
         else:
-            rewrite = await self._rewrite(message, request.history)
+            rewrite = await self._rewrite(message, request.history, language)
             llm_failure = llm_failure or rewrite.llm_failure
         details.insert(0, rewrite.detail)
 
         hyde_query = None
         if request.hyde:
-            hyde_query, hyde_detail = await self._hyde_query(rewrite.query, decision, llm_failure)
+            hyde_query, hyde_detail = await self._hyde_query(rewrite.query, language, decision, llm_failure)
             if hyde_detail:
                 details.append(f"hyde: {hyde_detail}")
 
@@ -117,11 +120,11 @@ class QueryRefiner:
             hyde_query=hyde_query,
         )
 
-    async def _rewrite(self, message: str, history: list[HistoryTurn]) -> _Rewrite:
+    async def _rewrite(self, message: str, history: list[HistoryTurn], language: str | None) -> _Rewrite:
         # The history arrives cut by the gateway (rag_common.history); the model sees it as received.
         try:
             rewrite = await bounded_llm_call(
-                "rewrite", self._rewriter.rewrite(message, history), self._llm_timeout_s, self._admission
+                "rewrite", self._rewriter.rewrite(message, history, language), self._llm_timeout_s, self._admission
             )
         except UnusableOutput as exc:
             return self._append_context(message, history, f"model output unusable: {exc}")
@@ -132,19 +135,23 @@ class QueryRefiner:
         except LLMUnavailable as exc:
             return _Rewrite(message, False, "fallback", str(exc), llm_failure=str(exc))
 
-        verdict = check_rewrite(rewrite, message, history, max_query_chars=self._max_query_chars)
+        verdict = check_rewrite(rewrite, message, history, max_query_chars=self._max_query_chars, language=language)
         if not verdict.accepted:
             return self._append_context(message, history, f"guard rejected rewrite ({verdict.failed_check}): {verdict.detail}")
         return _Rewrite(rewrite, rewrite != message, "llm")
 
-    async def _hyde_query(self, query: str, decision: IntentDecision, llm_failure: str | None) -> tuple[str | None, str]:
+    async def _hyde_query(
+        self, query: str, language: str | None, decision: IntentDecision, llm_failure: str | None
+    ) -> tuple[str | None, str]:
         """``(hyde_query, why not)``: the search text, or ``None`` and the reason."""
         if decision.intent != "rag":
             return None, f"skipped, intent {decision.intent} is not searched"
         if llm_failure:
             return None, f"skipped, {llm_failure} earlier in this request"
         try:
-            passage = await bounded_llm_call("hyde", self._hyde.write(query), self._llm_timeout_s, self._admission)
+            passage = await bounded_llm_call(
+                "hyde", self._hyde.write(query, language), self._llm_timeout_s, self._admission
+            )
         except (UnusableOutput, LLMUnavailable) as exc:
             return None, str(exc)
         return HydeWriter.search_text(query, passage), ""

@@ -5,14 +5,21 @@ question instead of restating it, or invents a constraint ("in 2020", "for Windo
 would then search for something the user never asked, so the rewrite is only accepted when it
 provably stays close to what was said: the user's content words survive, every new content word
 comes from the conversation, and a message that leans on context actually gets that context.
+
+Words are compared without diacritics (a rewrite may add or drop them) and, for a message of a known
+non-English language, with that language's stop words and by their first letters (``PREFIX_CHARS``):
+the crude English suffix strip knows no other language's endings.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
+from rag_common.languages import fold_diacritics
+from rag_common.languages import language as spoken_language
 from rag_common.schemas import HistoryTurn
 
 #: Share of the message's distinct content words the rewrite must keep.
@@ -47,9 +54,25 @@ STOPWORDS = CONTEXT_WORDS | frozenset(
     """.split()
 )
 
+#: Per language, beyond the English ones (every lexicon keeps those: users mix in English), written
+#: without diacritics. Romanian's possessives "său" and "sa" are left out: folded, they are also the
+#: ubiquitous "sau" (or) and "să".
+OTHER_CONTEXT_WORDS: dict[str, frozenset[str]] = {
+    "ro": frozenset(
+        "el ea ei ele lui lor acesta aceasta acestea acestia asta astea aia alea ala acela aceea acelea aceia "
+        "acolo sai sale".split()
+    ),
+}
+
+#: Non-English words compare by this many leading letters, which conflates a word's inflections
+#: ("păstrate"/"păstrează", "conversațiile"/"conversații") in the supported European languages;
+#: it only merges words, so it can make a rewrite pass that shares a prefix with a history word.
+PREFIX_CHARS = 5
+
 _BE_FORMS = frozenset("is are was were be been will s".split())
 
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.\-][a-z0-9]+)*")
+# Letters and digits of any script; the text is case-folded and its diacritics folded first.
+_TOKEN = re.compile(r"[^\W_]+(?:[.\-][^\W_]+)*")
 
 
 @dataclass(frozen=True)
@@ -68,11 +91,13 @@ def check_rewrite(
     *,
     max_query_chars: int,
     min_kept_ratio: float = MIN_KEPT_RATIO,
+    language: str | None = None,
 ) -> GuardVerdict:
     """Accept ``rewrite`` of ``message`` only if it is faithful to the message and ``history``.
 
     ``history`` must be exactly what the model was shown (windowed, answers cut), so that a word
     the model could only have copied from a hidden part is still counted as invented.
+    ``language``: the message's code when known (its stop words and word comparison); None: English.
     """
     text = rewrite.strip()
     if not text:
@@ -80,9 +105,9 @@ def check_rewrite(
     if len(text) > max_query_chars:
         return GuardVerdict(False, "too_long", f"rewrite has {len(text)} chars, limit {max_query_chars}")
 
-    message_words = content_words(message)
-    rewrite_words = content_words(text)
-    history_words = content_words(part for turn in history for part in (turn.question, turn.answer))
+    message_words = content_words(message, language)
+    rewrite_words = content_words(text, language)
+    history_words = content_words((part for turn in history for part in (turn.question, turn.answer)), language)
 
     if message_words:
         kept = message_words & rewrite_words
@@ -100,19 +125,20 @@ def check_rewrite(
             False, "invented_words", f"rewrite adds words found in neither message nor history: {', '.join(sorted(invented))}"
         )
 
-    if needs_context(message) and not (rewrite_words & history_words) - message_words:
+    if needs_context(message, language) and not (rewrite_words & history_words) - message_words:
         return GuardVerdict(
             False, "no_added_context", "message depends on the conversation but the rewrite adds nothing from it"
         )
     return GuardVerdict(True)
 
 
-def needs_context(message: str) -> bool:
+def needs_context(message: str, language: str | None = None) -> bool:
     """Whether the message leans on earlier turns: it refers back, or it is too short to stand alone."""
     if len(message.split()) <= SHORT_MESSAGE_WORDS:
         return True
     tokens = _tokens(message)
-    return any(token in CONTEXT_WORDS and not _is_existential_there(tokens, i) for i, token in enumerate(tokens))
+    context_words = _lexicon(language).context_words
+    return any(token in context_words and not _is_existential_there(tokens, i) for i, token in enumerate(tokens))
 
 
 def _is_existential_there(tokens: list[str], index: int) -> bool:
@@ -123,11 +149,44 @@ def _is_existential_there(tokens: list[str], index: int) -> bool:
     return any(word in _BE_FORMS for word in neighbours)
 
 
-def content_words(texts: str | Iterable[str]) -> set[str]:
-    """Distinct normalised non-stopword tokens of one text or several."""
+def content_words(texts: str | Iterable[str], language: str | None = None) -> set[str]:
+    """Distinct normalised non-stopword tokens of one text or several, in ``language`` (None: English).
+
+    A hyphenated token whose parts are all stop words is one too (Romanian "s-a", "într-o").
+    """
     if isinstance(texts, str):
         texts = (texts,)
-    return {stem(token) for text in texts for token in _tokens(text) if token not in STOPWORDS}
+    lexicon = _lexicon(language)
+    stops = lexicon.stopwords
+    return {
+        lexicon.stem(token)
+        for text in texts
+        for token in _tokens(text)
+        if token not in stops and not all(part in stops for part in token.split("-"))
+    }
+
+
+@dataclass(frozen=True)
+class _Lexicon:
+    stopwords: frozenset[str]
+    context_words: frozenset[str]
+    stem: Callable[[str], str]
+
+
+@cache
+def _lexicon(language: str | None) -> _Lexicon:
+    if language is None or language == "en":
+        return _Lexicon(STOPWORDS, CONTEXT_WORDS, stem)
+    spoken = spoken_language(language)
+    context = CONTEXT_WORDS | OTHER_CONTEXT_WORDS.get(language, frozenset())
+    # Negations stay content words: dropping "nu" must count as dropping a word.
+    own = {fold_diacritics(word) for word in spoken.stop_words} - {fold_diacritics(word) for word in spoken.negations}
+    return _Lexicon(STOPWORDS | context | frozenset(own), context, _prefix)
+
+
+def _prefix(token: str) -> str:
+    # Numbers and codes compare whole: "2019" and "2018" differ in their last digit.
+    return token if any(ch.isdigit() for ch in token) else token[:PREFIX_CHARS]
 
 
 def stem(token: str) -> str:
@@ -151,4 +210,4 @@ def stem(token: str) -> str:
 
 
 def _tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower().replace("’", "'"))
+    return _TOKEN.findall(fold_diacritics(text.casefold().replace("’", "'")))

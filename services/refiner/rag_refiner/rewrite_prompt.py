@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from rag_common.schemas import HistoryTurn
+from rag_refiner.prompt_language import write_in
 
 #: Upper bound the response schema puts on the rewrite; the guard's own limit may be larger.
 QUERY_SCHEMA_MAX_CHARS = 300
@@ -34,9 +35,9 @@ SYSTEM_INSTRUCTIONS = (
     "Rewrite the user's last message as one standalone question. Keep the user's words. "
     "Replace words like it, they, that with the thing they refer to in the conversation, "
     "and add the missing subject from the conversation if the message is incomplete. "
-    "Add nothing else and do not answer the question. "
-    'Reply in JSON: {"query": "..."}'
+    "Add nothing else and do not answer the question."
 )
+_REPLY_SHAPE = ' Reply in JSON: {"query": "..."}'
 
 # (history, message, rewrite): one pronoun swap, one elliptical follow-up, one already standalone.
 FEW_SHOT_EXAMPLES: tuple[tuple[tuple[HistoryTurn, ...], str, str], ...] = (
@@ -73,9 +74,14 @@ FEW_SHOT_EXAMPLES: tuple[tuple[tuple[HistoryTurn, ...], str, str], ...] = (
 )
 
 
-def build_rewrite_messages(message: str, history: Sequence[HistoryTurn]) -> list[BaseMessage]:
-    """Messages asking for a standalone form of ``message``; ``history`` is already windowed and cut."""
-    messages: list[BaseMessage] = [SystemMessage(SYSTEM_INSTRUCTIONS)]
+def build_rewrite_messages(
+    message: str, history: Sequence[HistoryTurn], language: str | None = None
+) -> list[BaseMessage]:
+    """Messages asking for a standalone form of ``message``; ``history`` is already windowed and cut.
+    ``language``: the message's code when known; the question is then asked for in that language
+    (the examples are English, and a small model follows them unless told otherwise)."""
+    instructions = SYSTEM_INSTRUCTIONS + write_in(language, "the question") + _REPLY_SHAPE
+    messages: list[BaseMessage] = [SystemMessage(instructions)]
     for example_history, example_message, example_rewrite in FEW_SHOT_EXAMPLES:
         messages.append(HumanMessage(_conversation_block(example_history, example_message)))
         messages.append(AIMessage(json.dumps({"query": example_rewrite})))

@@ -24,8 +24,9 @@ class StandaloneQuestionRewriter:
         # tends to answer the question instead of restating it (see docs/refiner.md).
         self._structured = chat_model.with_structured_output(REWRITE_SCHEMA, method="json_schema", include_raw=True)
 
-    async def rewrite(self, message: str, history: Sequence[HistoryTurn]) -> str:
-        result: dict[str, Any] = await self._structured.ainvoke(build_rewrite_messages(message, history))
+    async def rewrite(self, message: str, history: Sequence[HistoryTurn], language: str | None = None) -> str:
+        """The standalone question, in ``language`` when it is known."""
+        result: dict[str, Any] = await self._structured.ainvoke(build_rewrite_messages(message, history, language))
         parsed = result.get("parsed")
         if result.get("parsing_error") is not None or not isinstance(parsed, dict):
             raise UnusableRewrite(f"unparseable model output: {_raw_text(result)[:120]!r}")

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from rag_common.errors import InvalidInput, NotFound, PayloadTooLarge, Unauthenticated
 from rag_common.identity import IDENTITY_HEADER, Identity, decode_identity
+from rag_common.languages import UnsupportedLanguageError, language
 from rag_common.schemas import (
     DocumentAcl,
     DocumentDeleted,
@@ -36,7 +37,7 @@ from rag_common.schemas import (
 )
 from rag_common.service import create_service_app, declares_document_access, error_responses
 from rag_common.telemetry import bind_tenant
-from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION
+from rag_common.upload_formats import UPLOAD_ACL_DESCRIPTION, UPLOAD_LANGUAGE_DESCRIPTION
 from rag_retriever.backends.base import AccessFilter
 from rag_retriever.document_access import DocumentAccess
 from rag_retriever.parsers import UploadRejected, upload_name
@@ -84,6 +85,23 @@ def with_default_acl(documents: list[DocumentIn], acl: DocumentAcl | None) -> li
     if acl is None:
         return documents
     return [document if document.acl is not None else document.model_copy(update={"acl": acl}) for document in documents]
+
+
+def upload_language(value: str | None) -> str | None:
+    """The ``language`` form field of an upload: a supported ISO 639-1 code, or absent."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return language(value.strip().lower()).code
+    except UnsupportedLanguageError as exc:
+        raise InvalidInput(f"the language form field: {exc}") from exc
+
+
+def with_declared_language(documents: list[DocumentIn], declared: str | None) -> list[DocumentIn]:
+    """``declared`` on each document that declares none (a JSON file's own per-document languages win)."""
+    if declared is None:
+        return documents
+    return [d if d.language is not None else d.model_copy(update={"language": declared}) for d in documents]
 
 
 Caller = Annotated[Identity, Depends(caller_identity)]
@@ -139,10 +157,12 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
         identity: Caller,
         files: Annotated[list[UploadFile], File(min_length=1)],
         acl: Annotated[str | None, Form(description=UPLOAD_ACL_DESCRIPTION)] = None,
+        language: Annotated[str | None, Form(description=UPLOAD_LANGUAGE_DESCRIPTION)] = None,
     ) -> IngestResponse:
         """One or more ``.txt``, ``.md``, ``.html``, ``.pdf``, ``.json`` or ``.jsonl`` files; each is accepted
         or rejected whole."""
         default_acl = upload_acl(acl)
+        declared = upload_language(language)
         if len(files) > settings.max_upload_files:
             raise PayloadTooLarge(f"{len(files)} files in one request; at most {settings.max_upload_files}")
         async with ingest_turn(request):
@@ -162,7 +182,8 @@ def create_app(settings: RetrieverSettings | None = None, *, embedder: Embedder 
                 finally:
                     await file.close()
             return await _runtime(request).ingestor.ingest(
-                with_default_acl(documents, default_acl), failures, access=DocumentAccess.of(identity)
+                with_declared_language(with_default_acl(documents, default_acl), declared), failures,
+                access=DocumentAccess.of(identity),
             )
 
     @app.get(

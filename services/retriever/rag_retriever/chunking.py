@@ -201,7 +201,7 @@ class Chunker:
                 tables += 1
                 texts = self.split_table(piece.block)
             else:
-                texts = self.split_text(piece.block.text)
+                texts = self.split_text(piece.block.text, document.language)
             for text in texts:
                 index = len(records)
                 embedded = self.embed_text(text, document.title, piece.path)
@@ -224,6 +224,8 @@ class Chunker:
                         tenant=document.tenant,
                         readers=list(document.readers),
                         embed_text=None if embedded == text else embedded,
+                        # The language its sentences were cut in: the generator cuts the passage alike.
+                        language=document.language,
                     )
                 )
         return records
@@ -279,9 +281,10 @@ class Chunker:
                 return [prefix + piece for piece in pieces]
             budget = max(1, budget - over)
 
-    def split_text(self, text: str) -> list[str]:
+    def split_text(self, text: str, language: str | None = None) -> list[str]:
+        """``text`` packed into chunks of whole sentences, cut for ``language`` (the document's)."""
         units: list[_Unit] = []
-        for start, end in sentence_spans(text):
+        for start, end in sentence_spans(text, language):
             if end - start > self._window_chars:
                 units.extend(self._long_span(text, start, end))
                 continue

@@ -23,6 +23,9 @@ signals; :func:`feature_matrix` turns one query's candidates into a row per cand
   of them.
 - ``section_neighbour`` / ``document_neighbour``: 1 when the chunk shares a section / a document with
   one of the first-pass top hits (other than itself).
+- ``dense_z_blind``, ``dense_rr_blind``: ``dense_z`` and ``dense_rr`` again when the embedder was not
+  trained for the query's language (``RETRIEVER_EMBEDDING_LANGUAGES``; an unknown language counts as
+  not), else 0: the model learns how much less a blind dense list is worth, one model for every language.
 
 ``FEATURE_GROUPS`` names which columns belong to one signal, for the drop-one-group ablation.
 """
@@ -43,6 +46,7 @@ FEATURE_GROUPS: dict[str, tuple[str, ...]] = {
     "ppr": ("ppr_z",),
     "entity": ("entity_overlap", "title_match"),
     "section": ("section_neighbour", "document_neighbour"),
+    "language": ("dense_z_blind", "dense_rr_blind"),
 }
 FEATURE_NAMES: tuple[str, ...] = tuple(name for names in FEATURE_GROUPS.values() for name in names)
 #: Changes whenever a feature's definition changes (bump the number) or the list does: cached
@@ -87,8 +91,9 @@ def _reciprocal_rank(rank: int | None) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
-def feature_matrix(candidates: Sequence[CandidateSignals]) -> np.ndarray:
-    """One query's candidates as a ``(len(candidates), len(FEATURE_NAMES))`` float64 matrix."""
+def feature_matrix(candidates: Sequence[CandidateSignals], *, dense_blind: bool = False) -> np.ndarray:
+    """One query's candidates as a ``(len(candidates), len(FEATURE_NAMES))`` float64 matrix;
+    ``dense_blind``: the embedder was not trained for the query's language."""
     n = len(candidates)
     if n == 0:
         return np.zeros((0, len(FEATURE_NAMES)))
@@ -97,9 +102,11 @@ def feature_matrix(candidates: Sequence[CandidateSignals]) -> np.ndarray:
     hybrid_z, hybrid_missing = local_standardise([c.hybrid for c in candidates])
     hop_z, _ = local_standardise([c.hop for c in candidates])
     ppr_z, _ = local_standardise([c.ppr for c in candidates])
+    dense_rr = np.array([_reciprocal_rank(c.dense_rank) for c in candidates])
+    blind = 1.0 if dense_blind else 0.0
     columns = {
         "dense_z": dense_z,
-        "dense_rr": [_reciprocal_rank(c.dense_rank) for c in candidates],
+        "dense_rr": dense_rr,
         "dense_missing": dense_missing,
         "bm25_z": bm25_z,
         "bm25_rr": [_reciprocal_rank(c.bm25_rank) for c in candidates],
@@ -113,5 +120,7 @@ def feature_matrix(candidates: Sequence[CandidateSignals]) -> np.ndarray:
         "title_match": [float(c.title_match) for c in candidates],
         "section_neighbour": [float(c.section_neighbour) for c in candidates],
         "document_neighbour": [float(c.document_neighbour) for c in candidates],
+        "dense_z_blind": dense_z * blind,
+        "dense_rr_blind": dense_rr * blind,
     }
     return np.column_stack([np.asarray(columns[name], dtype=np.float64) for name in FEATURE_NAMES])

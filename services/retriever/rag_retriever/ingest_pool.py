@@ -76,8 +76,8 @@ REJECTED = Counter("rag_retriever_ingest_rejected_total", "Ingest requests refus
 
 #: One sentence input of a chunk: ``(context, spans, strings)`` (``rag_common.sentence_vectors``).
 SentenceInput = tuple[str, list[tuple[int, int]], list[str]]
-#: What the sentence operations need of a chunk: ``(text, title, section_path)``.
-ChunkFields = tuple[str, str, list[str]]
+#: What the sentence operations need of a chunk: ``(text, title, section_path, language)``.
+ChunkFields = tuple[str, str, list[str], str | None]
 
 
 class IngestBusy(DependencyFailed):
@@ -161,7 +161,9 @@ def _chunk(chunker: Chunker, _embedder: Embedder, documents: list[SourceDocument
 
 
 def _sentence_inputs(_chunker: Chunker, _embedder: Embedder, chunks: list[ChunkFields]) -> list[SentenceInput]:
-    return [sentence_inputs(text, title, section_path) for text, title, section_path in chunks]
+    return [
+        sentence_inputs(text, title, section_path, language=language) for text, title, section_path, language in chunks
+    ]
 
 
 def _fitted_sentence_inputs(_chunker: Chunker, embedder: Embedder, chunks: list[ChunkFields]) -> list[SentenceInput]:
@@ -171,8 +173,8 @@ def _fitted_sentence_inputs(_chunker: Chunker, embedder: Embedder, chunks: list[
     it. Usually the context and the whole chunk fit, and nothing is counted per sentence."""
     budget = embedder.max_seq_length - SPECIAL_TOKENS
     fitted: list[SentenceInput] = []
-    for text, title, section_path in chunks:
-        context, spans, texts = sentence_inputs(text, title, section_path)
+    for text, title, section_path, language in chunks:
+        context, spans, texts = sentence_inputs(text, title, section_path, language=language)
         if texts and embedder.count_tokens(context + text) + SPECIAL_TOKENS > budget:
             kept = [(span, string) for span, string in zip(spans, texts) if embedder.count_tokens(string) <= budget]
             spans, texts = [span for span, _ in kept], [string for _, string in kept]
@@ -230,7 +232,7 @@ class IngestWork:
 
 
 def _fields(chunks: Sequence[ChunkRecord]) -> list[ChunkFields]:
-    return [(chunk.text, chunk.title, list(chunk.section_path)) for chunk in chunks]
+    return [(chunk.text, chunk.title, list(chunk.section_path), chunk.language) for chunk in chunks]
 
 
 class ThreadWork(IngestWork):

@@ -55,6 +55,7 @@ from rag_retriever.document_access import EPHEMERAL_DIGEST, TRUSTED_DEFAULT_TENA
 from rag_retriever.ingest_limits import IngestLimits
 from rag_retriever.ingest_pool import IngestWork, ThreadWork
 from rag_retriever.locking import ReadWriteLock
+from rag_retriever.document_language import DocumentLanguages
 from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, SourceDocument, normalise_text
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ def to_source_document(document: DocumentIn, tenant: str = DEFAULT_TENANT) -> So
         metadata=metadata,
         tenant=tenant,
         readers=readers_of(document.acl),
+        language=document.language,
     )
 
 
@@ -126,10 +128,12 @@ class Ingestor:
         digest: ContentDigest = EPHEMERAL_DIGEST,
         work: IngestWork | None = None,
         staged: StagedWriter[Any] | None = None,
+        languages: DocumentLanguages | None = None,
     ) -> None:
         """``sentence_vectors``, ``limits``: the settings' (``RetrieverSettings``, the one source of
         their defaults; ``IngestLimits.of``), or what a tool or test pins. ``staged``: the backend's
-        staged writes, when it has them (the composition root says so: ``runtime.embedded_abilities``)."""
+        staged writes, when it has them (the composition root says so: ``runtime.embedded_abilities``).
+        ``languages``: names each document's language (None: only declared languages are kept)."""
         self._backend = backend
         self._staged = staged
         self._embedder = embedder
@@ -148,6 +152,7 @@ class Ingestor:
         #: Where chunking, sentence cutting and embedding run (``ingest_pool``); by default on this
         #: chunker and embedder in the default executor's threads.
         self._work = work or ThreadWork(chunker, embedder)
+        self._languages = languages
 
     async def ingest(
         self,
@@ -189,6 +194,7 @@ class Ingestor:
             seen.add(source.doc_id)
             accepted.append(source)
         await self._check_writable(access, [document.doc_id for document in accepted])
+        await self._name_languages(accepted)
 
         plan = await self._plan(accepted, tenant)
         failed.extend(plan.failed)
@@ -258,6 +264,17 @@ class Ingestor:
         if doc_ids:
             access.check_writable(doc_ids, await self._backend.document_readers(doc_ids, tenant=access.tenant))
 
+    async def _name_languages(self, documents: list[SourceDocument]) -> None:
+        """Each document's language (declared, else identified; ``document_language``), before chunking:
+        the chunker cuts sentences by it and every chunk carries it."""
+        if self._languages is None or not documents:
+            return
+        named = await asyncio.to_thread(
+            self._languages.languages_of, [d.text for d in documents], [d.language for d in documents]
+        )
+        for document, language in zip(documents, named, strict=True):
+            document.language = language
+
     async def _plan(self, documents: list[SourceDocument], tenant: str) -> _Plan:
         plan = _Plan(changed=[], unchanged=[], failed=[])
         # Chunking is CPU work (the embedder's tokenizer): one trip to the ingest pool for the whole request.
@@ -266,6 +283,8 @@ class Ingestor:
             if not chunks:
                 plan.failed.append(IngestFailure(name=document.doc_id, reason="no indexable text (only headings?)"))
                 continue
+            for chunk in chunks:
+                chunk.language = document.language
             # Chunk ids hash the text, the fingerprint the title, source, metadata and readers.
             ids = {chunk.chunk_id for chunk in chunks}
             indexed = await self._backend.document_chunk_ids(document.doc_id, tenant=tenant)

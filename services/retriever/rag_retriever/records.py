@@ -103,6 +103,10 @@ class ChunkRecord:
     #: :mod:`rag_common.sentence_vectors`), stored with it; None when off or indexed before they
     #: existed. Left out of ``==`` and the repr, like ``ScoredChunk.vector``.
     sentence_vectors: SentenceVectors | None = field(default=None, compare=False, repr=False)
+    #: The document's language (declared, or identified at ingestion; ``rag_common.languages``): the
+    #: chunk is indexed in that language's lexical field as well as the neutral one. None: neutral only
+    #: (no supported language could be named, or indexed before languages existed).
+    language: str | None = None
 
     @property
     def content_type(self) -> str | None:
@@ -127,6 +131,7 @@ class ChunkRecord:
             "readers": list(self.readers),
             # Only when there are some: payloads of chunks without them stay as they always were.
             **({"sentence_vectors": self.sentence_vectors.model_dump()} if self.sentence_vectors is not None else {}),
+            **({"language": self.language} if self.language is not None else {}),
         }
 
     @classmethod
@@ -167,6 +172,7 @@ class ScoredChunk:
             metadata=metadata,
             embedding=None if self.vector is None else np.asarray(self.vector, dtype=np.float32).reshape(-1).tolist(),
             sentence_vectors=chunk.sentence_vectors if with_sentence_vectors else None,
+            language=chunk.language,
         )
 
 
@@ -182,6 +188,8 @@ class SourceDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     tenant: str = DEFAULT_TENANT
     readers: list[str] = field(default_factory=lambda: [EVERYONE])
+    #: Declared by the caller, else identified by the ingestor (``document_language``); None: neutral.
+    language: str | None = None
 
     @property
     def content_type(self) -> str:
@@ -225,4 +233,8 @@ class SourceDocument:
             fields["sentence_vectors"] = True if sentence_vectors == "embedded" else sentence_vectors
         if self.readers != [EVERYONE]:
             fields["readers"] = sorted(self.readers)
+        if self.language is not None:
+            # Only when named, so fingerprints from before languages existed stay valid for neutral
+            # documents; a document re-ingested under a language is rewritten with it (vectors reused).
+            fields["language"] = self.language
         return hashlib.sha1(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from rag_common.embedders import Embedder
 from rag_common.embedders.factory import build_embedder as build_configured_embedder
+from rag_common.languages import identifier_of
+from rag_common.settings import LanguageSettings
 from rag_retriever.backends.base import (
     FusionCandidateSource,
     FusionSettings,
@@ -33,11 +35,13 @@ from rag_retriever.backends.base import (
 )
 from rag_retriever.chunking import Chunker
 from rag_retriever.document_access import ContentDigest, DocumentCatalog
+from rag_retriever.document_language import DocumentLanguages
 from rag_retriever.ingest_limits import IngestLimits
 from rag_retriever.ingest_pool import IngestPool, open_ingest_pool
 from rag_retriever.ingestion import Ingestor
 from rag_retriever.learned_fusion import SHIPPED_MODEL, FusionModel
 from rag_retriever.locking import ReadWriteLock
+from rag_retriever.query_language import QueryLanguages
 from rag_retriever.search_service import GraphDefaults, SearchService
 from rag_retriever.settings import RetrieverSettings
 from rag_retriever.tokens import EmbedderTokenizer
@@ -76,10 +80,19 @@ class RetrieverRuntime:
     #: Where ingestion's CPU work runs and the queue in front of it (``ingest_pool``).
     ingest_pool: IngestPool
 
-    def search_with(self, fusion: FusionSettings, learned: FusionModel | None = None) -> SearchService:
+    #: How a query's language is named and what it changes (analysis, dense weight).
+    languages: QueryLanguages
+
+    def search_with(
+        self, fusion: FusionSettings, learned: FusionModel | None = None, *, weigh_by_language: bool = True
+    ) -> SearchService:
         """A search service over the same index and lock with another hybrid fusion, or a learned
-        fusion model over a min-max first pass (for evaluation)."""
-        return search_service(self.settings, self.backend, self.abilities, self.embedder, self.lock, fusion, learned)
+        fusion model over a min-max first pass (for evaluation). ``weigh_by_language=False``: the dense
+        weight of ``fusion`` for every query, whatever its language (an evaluation run naming a weight)."""
+        return search_service(
+            self.settings, self.backend, self.abilities, self.embedder, self.lock, fusion, learned,
+            self.languages if weigh_by_language else self.languages.fixed(fusion.dense_weight),
+        )
 
     async def readiness(self) -> dict[str, str]:
         try:
@@ -91,13 +104,13 @@ class RetrieverRuntime:
 
 def search_service(
     settings: RetrieverSettings, backend: SearchBackend, abilities: BackendAbilities, embedder: Embedder,
-    lock: ReadWriteLock, fusion: FusionSettings, learned: FusionModel | None,
+    lock: ReadWriteLock, fusion: FusionSettings, learned: FusionModel | None, languages: QueryLanguages,
 ) -> SearchService:
     """The search service over ``backend``, its abilities injected, its defaults from ``settings``."""
     return SearchService(
         backend, embedder, lock, fusion=fusion, default_top_k=settings.default_top_k,
         graph=GraphDefaults.of(settings), graph_searcher=abilities.graph,
-        candidate_source=abilities.fusion_candidates, learned=learned,
+        candidate_source=abilities.fusion_candidates, learned=learned, languages=languages,
     )
 
 
@@ -117,15 +130,22 @@ def embedded_abilities(embedded: EmbeddedBackend) -> BackendAbilities:
     return BackendAbilities(graph=embedded, fusion_candidates=embedded, staged=embedded)
 
 
-async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) -> OpenedBackend:
+async def open_backend(
+    settings: RetrieverSettings, *, dim: int, model_id: str, languages: LanguageSettings | None = None
+) -> OpenedBackend:
     """Open the backend ``settings.backend`` names, for vectors of ``dim`` made by ``model_id``, with
-    the abilities it has beyond ``SearchBackend``."""
+    the abilities it has beyond ``SearchBackend``; ``languages``: the ``RAG_*`` language settings
+    (None: from the environment)."""
+    languages = languages or LanguageSettings()
     if settings.backend == "embedded":
         from rag_retriever.backends.embedded import EmbeddedBackend
 
-        # Opening reads and reconciles files on disk: off the event loop.
+        # Opening reads and reconciles files on disk (and re-analyses an index made for other
+        # languages, identifying its chunks' languages): off the event loop.
         embedded = await asyncio.to_thread(
-            EmbeddedBackend, settings.index_dir, dim, HnswParams.of(settings), model_id=model_id
+            EmbeddedBackend, settings.index_dir, dim, HnswParams.of(settings), model_id=model_id,
+            languages=languages.languages, identifier=identifier_of(languages),
+            neutral_weight=settings.neutral_field_weight,
         )
         return OpenedBackend(embedded, embedded_abilities(embedded))
 
@@ -133,7 +153,7 @@ async def open_backend(settings: RetrieverSettings, *, dim: int, model_id: str) 
     from rag_retriever.backends.opensearch import OpenSearchBackend, create_client
     from rag_retriever.backends.opensearch_requests import IndexConfig
 
-    config = IndexConfig.of(settings, dim=dim, model_id=model_id)
+    config = IndexConfig.of(settings, dim=dim, model_id=model_id, languages=languages.languages)
     backend = OpenSearchBackend(create_client(settings), config, fusion=FusionSettings.of(settings))
     try:
         await backend.ensure_index()
@@ -158,10 +178,13 @@ async def open_runtime(
     loaded model across runtimes (tests, evaluation); otherwise it is built from the settings."""
     settings = settings or RetrieverSettings()
     learned = load_fusion_model(settings)  # before the slow parts: a bad file stops the start at once
+    language_settings = LanguageSettings()
+    identifier = identifier_of(language_settings)
+    languages = QueryLanguages.of(settings, language_settings, identifier)
     digest = content_digest(settings)
     model = embedder or build_embedder(settings)
     await asyncio.to_thread(model.warm_up)
-    opened = await open_backend(settings, dim=model.dim, model_id=model.model_id)
+    opened = await open_backend(settings, dim=model.dim, model_id=model.model_id, languages=language_settings)
     backend, abilities = opened.backend, opened.abilities
     pool: IngestPool | None = None
     try:
@@ -181,8 +204,12 @@ async def open_runtime(
             ingestor=Ingestor(
                 backend, model, chunker, lock, sentence_vectors=settings.sentence_vectors, digest=digest,
                 limits=IngestLimits.of(settings), work=pool.work, staged=abilities.staged,
+                languages=DocumentLanguages(identifier, tuple(language_settings.languages)),
             ),
-            search=search_service(settings, backend, abilities, model, lock, FusionSettings.of(settings), learned),
+            search=search_service(
+                settings, backend, abilities, model, lock, FusionSettings.of(settings), learned, languages
+            ),
+            languages=languages,
             catalog=DocumentCatalog(backend, digest),
             ingest_pool=pool,
         )

@@ -55,6 +55,7 @@ from rag_retriever.fusion_features import feature_matrix
 from rag_retriever.learned_fusion import FusionModel
 from rag_retriever.records import ScoredChunk
 from rag_retriever.locking import ReadWriteLock
+from rag_retriever.query_language import QueryLanguages
 from rag_retriever.settings import RetrieverSettings
 
 
@@ -89,9 +90,12 @@ class SearchService:
         graph_searcher: GraphSearcher | None = None,
         candidate_source: FusionCandidateSource | None = None,
         learned: FusionModel | None = None,
+        languages: QueryLanguages | None = None,
     ) -> None:
         """``graph_searcher`` and ``candidate_source``: the backend's abilities beyond ``Searcher``, as
-        the composition root knows them (None: the backend has not got it)."""
+        the composition root knows them (None: the backend has not got it). ``languages``: how a query's
+        language is named and weighs the dense list (the runtime always hands it in; None, for tools and
+        tests: every query is searched as "unsure" with ``fusion`` as given)."""
         self._graph = graph
         self._graph_searcher = graph_searcher
         self._candidate_source = candidate_source
@@ -101,6 +105,7 @@ class SearchService:
         self._lock = lock
         self._fusion = fusion
         self._default_top_k = default_top_k
+        self._languages = languages
 
     async def search(self, request: SearchRequest, access: AccessFilter) -> SearchResponse:
         """Passages for ``request`` in its mode, among the chunks ``access`` may read (the backend
@@ -120,6 +125,7 @@ class SearchService:
         # Named only when asked for: a Searcher written before sentence vectors still serves the rest.
         extra = {"with_sentence_vectors": True} if sentences else {}
         timings: dict[str, float] = {}
+        language, fusion = self._language_and_fusion(request.query, request.language)
 
         vector = None
         if request.mode in ("dense", "hybrid") or with_vectors:
@@ -135,15 +141,16 @@ class SearchService:
                 )
             elif request.mode == "bm25":
                 hits = await self._backend.search_bm25(
-                    request.query, top_k, filters, access=access, with_vectors=with_vectors, **extra
+                    request.query, top_k, filters, access=access, with_vectors=with_vectors, language=language, **extra
                 )
             elif self._learned is not None:
                 found, matrix = await self._candidates(request.query, vector, top_k, filters, access, with_vectors,
-                                                       ppr=self._learned.uses_ppr)
+                                                       ppr=self._learned.uses_ppr, language=language, fusion=fusion)
                 hits = _ranked_by(found.hits, self._learned.score(matrix), top_k)
             else:
                 hits = await self._backend.search_hybrid(
-                    request.query, vector, top_k, filters, self._fusion, access=access, with_vectors=with_vectors, **extra
+                    request.query, vector, top_k, filters, fusion, access=access, with_vectors=with_vectors,
+                    language=language, **extra,
                 )
             timings["search"] = _elapsed_ms(step)
             ppr = self._graph.ppr if request.graph is None else request.graph
@@ -176,6 +183,7 @@ class SearchService:
             mode=request.mode,
             timings_ms=timings,
             query_embedding=query_embedding,
+            language=language,
         )
 
     async def fusion_candidates(
@@ -185,20 +193,29 @@ class SearchService:
         additions) and their feature matrix, columns in ``FEATURE_NAMES`` order: what the model scores
         at a search, and what ``ragctl train-fusion`` learns from."""
         vector = (await asyncio.to_thread(self._embedder.encode_queries, [query]))[0]
+        language, fusion = self._language_and_fusion(query, None)
         async with self._lock.read():
-            return await self._candidates(query, vector, top_k, {}, access, False, ppr=ppr)
+            return await self._candidates(query, vector, top_k, {}, access, False, ppr=ppr, language=language,
+                                          fusion=fusion)
+
+    def _language_and_fusion(self, query: str, declared: str | None) -> tuple[str | None, FusionSettings]:
+        if self._languages is None:
+            return declared, self._fusion
+        language = self._languages.language_of(query, declared)
+        return language, self._languages.fusion_for(self._fusion, language)
 
     async def _candidates(
         self, query: str, vector: np.ndarray, top_k: int, filters: Filters, access: AccessFilter,
-        with_vectors: bool, *, ppr: bool,
+        with_vectors: bool, *, ppr: bool, language: str | None, fusion: FusionSettings,
     ) -> tuple[FusionCandidates, np.ndarray]:
         if self._candidate_source is None:
             raise RuntimeError("learned fusion needs the embedded backend (its structure-and-entity graph)")
         found = await self._candidate_source.fusion_candidates(
             query, vector, top_k, filters, access, with_vectors=with_vectors, ppr=ppr,
-            options=self._graph.options, dense_weight=self._fusion.dense_weight,
+            options=self._graph.options, dense_weight=fusion.dense_weight, language=language,
         )
-        return found, feature_matrix(found.signals)
+        blind = self._languages is not None and not self._languages.knows(language)
+        return found, feature_matrix(found.signals, dense_blind=blind)
 
 
 def _ranked_by(hits: list[ScoredChunk], scores: np.ndarray, top_k: int) -> list[ScoredChunk]:

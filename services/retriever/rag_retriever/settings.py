@@ -41,6 +41,13 @@ class RetrieverSettings(ServiceSettings):
         default="all-MiniLM-L6-v2",
         description="Bi-encoder: a packaged model name, a local directory or a cached HF id. Default all-MiniLM-L6-v2.",
     )
+    embedding_languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        description="Languages the embedding model was trained for (ISO 639-1, JSON list; [\"*\"] = every language, "
+        "for a multilingual model such as paraphrase-multilingual-MiniLM-L12-v2 or bge-m3: docs/multilingual-models.md). "
+        "A query in another language is a blind spot of the dense list, so hybrid fusion trusts it less "
+        "(hybrid_dense_weight_other_language). Default [\"en\"]: the default model, all-MiniLM-L6-v2, is English only.",
+    )
     device: str | None = Field(
         default=None, description="Torch device of the embedder (cpu, cuda, mps). Default None (auto)."
     )
@@ -179,6 +186,21 @@ class RetrieverSettings(ServiceSettings):
         "Higher trusts the embedder (paraphrases, ClapNQ's best 0.7), lower trusts exact terms (HotpotQA's entity "
         "names, best 0.4). 0.5 was chosen on every three of four datasets in the held-out-dataset check (fusion "
         "grid; docs/evaluation.md, 'Choosing defaults'); no other weight was chosen on any three. Default 0.5."
+    )
+    hybrid_dense_weight_other_language: float = Field(
+        default=0.25, ge=0.0, le=1.0, description="Weight of the dense list in min_max fusion (and the first pass of "
+        "learned fusion) for a query whose language is not one of embedding_languages, or cannot be told: the "
+        "embedder then matches by shared tokens (names, numbers) more than by meaning, and at 0.5 its list dragged "
+        "Romanian hybrid below Romanian BM25 on XQuAD. 0.25 was chosen on two of XQuAD's ro, de, es and scored on "
+        "the third, in turn (chosen twice, 0.2 once; docs/languages.md). Default 0.25.",
+    )
+    neutral_field_weight: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="Weight of the language-neutral lexical field (lowercased, "
+        "diacritics folded, no stemming, no stop words) beside the query's own language field (weight 1) when the "
+        "query's language is known; a query whose language cannot be told weighs every field 1. The neutral field "
+        "is the fallback for names and for text in other languages, and its exact forms help entity questions: "
+        "0.25 was equal to 1 within noise on XQuAD en/ro/de/es but cost HotpotQA hybrid nDCG@10 -0.015 "
+        "[-0.031, -0.002] (docs/languages.md). Default 1.0 (scores of the two fields summed).",
     )
     hnsw_m: int = Field(default=16, ge=2, description="HNSW graph degree M (fixed when the index is created). Default 16.")
     hnsw_ef_construction: int = Field(
@@ -321,6 +343,15 @@ class RetrieverSettings(ServiceSettings):
         if self.hybrid_normalization == "z_score" and self.backend != "opensearch":
             raise ValueError("hybrid_normalization z_score needs backend opensearch (the embedded backend has min_max, rrf)")
         return self
+
+    @field_validator("embedding_languages")
+    @classmethod
+    def _language_codes(cls, codes: list[str]) -> list[str]:
+        # Any ISO 639-1 code (a model may know languages this product does not analyse), or "*".
+        wrong = [code for code in codes if code != "*" and not (len(code) == 2 and code.isalpha() and code.islower())]
+        if wrong or not codes:
+            raise ValueError(f"embedding_languages wants ISO 639-1 codes (e.g. [\"en\", \"ro\"]) or [\"*\"], got {codes}")
+        return codes
 
     @model_validator(mode="after")
     def learned_needs_embedded(self) -> RetrieverSettings:

@@ -62,7 +62,7 @@ SERVICE_CALLS = {
     "chat.rerank": ("reranker", "/v1/rerank"),
     "chat.generate": ("generator", "/v1/generate"),
 }
-NODES = ("chat.load_history", *SERVICE_CALLS, "chat.save_turn")
+NODES = ("chat.load_history", "chat.identify_language", *SERVICE_CALLS, "chat.save_turn")
 SERVICES = ("gateway", "refiner", "retriever", "reranker", "generator")
 
 

@@ -37,6 +37,7 @@ def resolve_model_path(model: str) -> Path:
         return Path(snapshot_download(model, local_files_only=True))
     except Exception as exc:  # noqa: BLE001 - any hub error means "not available offline"
         raise ModelNotAvailableError(
-            f"model {model!r} is not a local directory and not in the offline Hugging Face cache; "
-            "download it on a connected machine (huggingface-cli download) and set the path"
+            f"model {model!r} is not a local directory and not in the offline Hugging Face cache (nothing is "
+            f"downloaded at run time): on a connected machine, `hf download {model} --local-dir <dir>` (the CLI "
+            "of pip install huggingface_hub), copy <dir> here and set the model setting to that path"
         ) from exc

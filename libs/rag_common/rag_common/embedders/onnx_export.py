@@ -126,8 +126,9 @@ def export_model(model_dir: Path, out_path: Path) -> dict[str, object]:
             ).last_hidden_state
 
     # Traced with a padded row: a mask of all ones could let the model skip its masking code path,
-    # and the trace would then ignore padding in every batch.
-    ids = torch.full((2, 8), 1000, dtype=torch.long)
+    # and the trace would then ignore padding in every batch. The id is an ordinary token (not BERT's
+    # pad 0 nor XLM-R's 1) that every vocabulary has, a small one included.
+    ids = torch.full((2, 8), min(1000, model.config.vocab_size - 1), dtype=torch.long)
     mask = torch.ones((2, 8), dtype=torch.long)
     mask[1, 5:] = 0
     names = ["input_ids", "attention_mask", "token_type_ids"]

@@ -1,10 +1,11 @@
 """A sentence-transformers bi-encoder run by ONNX Runtime: the same vectors as the torch path, no torch.
 
 The network is the model's own weights exported to ONNX (:mod:`rag_common.embedders.onnx_export`,
-cached next to a hash of those weights). Around it, what sentence-transformers does for a mean-pooling
-model, written out: the model's ``tokenizer.json`` (the fast tokenizer sentence-transformers uses)
-truncating at ``max_seq_length`` (``sentence_bert_config.json``) and padding each batch to its longest
-text; texts length-sorted into batches of ``batch_size``; mean pooling over the attention mask; L2
+cached next to a hash of those weights). Around it, what sentence-transformers does for a mean- or
+CLS-pooling model (``st_config.pooling_mode``), written out: the model's ``tokenizer.json`` (the fast
+tokenizer sentence-transformers uses) truncating at ``max_seq_length`` (``sentence_bert_config.json``) and
+padding each batch to its longest text with the tokenizer's own pad token; texts length-sorted into
+batches of ``batch_size``; mean pooling over the attention mask, or the first token's state; L2
 normalisation. Vectors match the torch embedder to float noise (cosine ≥ 0.99999, tests/common/embedders).
 
 Loading needs ``onnxruntime`` and ``tokenizers`` only (``rag-common[onnx]``); the export, made once,
@@ -22,6 +23,7 @@ import numpy as np
 from rag_common.embedders.models import ModelNotAvailableError
 from rag_common.embedders.prefixed import EMBED_BATCH_SIZE, PrefixedBiEncoder
 from rag_common.embedders.span_pooling import Pool, pool_spans, shift_pools
+from rag_common.embedders.st_config import Pooling, pad_token, pooling_mode
 from rag_common.embedders.truncation import warn_truncation
 
 ONNX_REQUIREMENT = "onnxruntime==1.31.1 tokenizers (pip install -c requirements/constraints.txt 'rag-common[onnx]')"
@@ -37,8 +39,8 @@ class OnnxEmbedder(PrefixedBiEncoder):
         cache_dir: str | Path | None = None,
         threads: int,
         batch_size: int = EMBED_BATCH_SIZE,
-        query_prefix: str = "",
-        document_prefix: str = "",
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
     ) -> None:
         super().__init__(model, batch_size=batch_size, query_prefix=query_prefix, document_prefix=document_prefix)
         self._cache_dir = Path(cache_dir) if cache_dir else None
@@ -57,12 +59,14 @@ class OnnxEmbedder(PrefixedBiEncoder):
                 raise ModelNotAvailableError(f"EMBEDDER_BACKEND=onnx needs {ONNX_REQUIREMENT}") from exc
             from rag_common.embedders.onnx_export import ensure_export
 
+            self._pooling = pooling_mode(self._path)  # before the export: an unsupported model fails at once
             self.onnx_path = ensure_export(self._path, self._cache_dir)
             self.max_seq_length = _max_seq_length(self._path)
             self._batch_tokenizer = _load_tokenizer(Tokenizer, self._path)
             self._batch_tokenizer.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
-            pad_id = self._batch_tokenizer.token_to_id("[PAD]")
-            self._batch_tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+            pad = pad_token(self._path)  # XLM-R's <pad> is id 1; its id 0 is <s>
+            pad_id = self._batch_tokenizer.token_to_id(pad)
+            self._batch_tokenizer.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token=pad)
             self._plain_tokenizer = _load_tokenizer(Tokenizer, self._path)
             options = onnxruntime.SessionOptions()
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -86,7 +90,7 @@ class OnnxEmbedder(PrefixedBiEncoder):
 
     def _forward(self, texts: list[str]) -> np.ndarray:
         hidden, mask, _ = self._hidden(texts)
-        return _mean_pool(hidden, mask)
+        return _pool(hidden, mask, self._pooling)
 
     def _run(self, texts: list[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -111,7 +115,7 @@ class OnnxEmbedder(PrefixedBiEncoder):
         pooled: list[np.ndarray] = [np.empty((0, self.dim), dtype=np.float32)] * len(texts)
         for chosen in self._batches(prefixed):
             hidden, mask, encodings = self._hidden([prefixed[i] for i in chosen])
-            vectors[chosen] = _mean_pool(hidden, mask)
+            vectors[chosen] = _pool(hidden, mask, self._pooling)
             for row, i in enumerate(chosen):
                 real = int(mask[row].sum())
                 pooled[i] = pool_spans(
@@ -154,10 +158,14 @@ class OnnxEmbedder(PrefixedBiEncoder):
         return [(int(s), int(e)) for s, e in self._plain().encode(text, add_special_tokens=False).offsets]
 
 
-def _mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Mean over real tokens, then L2 normalisation: sentence-transformers' Pooling + Normalize."""
-    weights = mask[:, :, None].astype(np.float32)
-    pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+def _pool(hidden: np.ndarray, mask: np.ndarray, mode: Pooling) -> np.ndarray:
+    """The mean over real tokens or the first token's state (CLS, ``<s>``; padding is on the right), then
+    L2 normalisation: sentence-transformers' Pooling + Normalize."""
+    if mode == "cls":
+        pooled = hidden[:, 0, :]
+    else:
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
     return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 

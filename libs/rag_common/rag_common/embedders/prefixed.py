@@ -1,7 +1,8 @@
 """What the local bi-encoders share, whatever runs the network: one class for both backends.
 
 The model's local weights (``resolve_model_path``: nothing is downloaded), the batch size, the
-query and document prefixes some models are trained with (``"query: "``, ``"passage: "``), the lock
+query and document prefixes some models are trained with (``"query: "``, ``"passage: "``; by default the
+ones the model folder declares, as sentence-transformers' encode_query/encode_document use them), the lock
 around the one-time load, and the encode methods that put the prefixes on and warn about documents
 the model will truncate. A backend (:mod:`~rag_common.embedders.onnx_runtime`,
 :mod:`~rag_common.embedders.sentence_transformer`) supplies the load (``warm_up``), the forward pass
@@ -17,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_common.embedders.models import resolve_model_path
+from rag_common.embedders.st_config import declared_prompts
 
 #: Texts per forward pass of a bi-encoder unless its caller says otherwise (the reranker passes its
 #: ``RERANKER_BATCH_SIZE``); no setting of the other services holds it.
@@ -27,12 +29,16 @@ class PrefixedBiEncoder(ABC):
     #: ``EMBEDDER_BACKEND`` value of the subclass.
     backend: str
 
-    def __init__(self, model: str, *, batch_size: int, query_prefix: str, document_prefix: str) -> None:
+    def __init__(
+        self, model: str, *, batch_size: int, query_prefix: str | None, document_prefix: str | None
+    ) -> None:
+        """A prefix of ``None`` is the one the model declares (``st_config.declared_prompts``; none: ``""``)."""
         self.model_id = model
         self._path = resolve_model_path(model)
         self._batch_size = batch_size
-        self._query_prefix = query_prefix
-        self._document_prefix = document_prefix
+        declared_query, declared_document = declared_prompts(self._path)
+        self._query_prefix = declared_query if query_prefix is None else query_prefix
+        self._document_prefix = declared_document if document_prefix is None else document_prefix
         self._lock = threading.Lock()
         self.dim = 0
         self.max_seq_length = 0

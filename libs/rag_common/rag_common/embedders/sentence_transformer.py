@@ -26,8 +26,8 @@ class SentenceTransformerEmbedder(PrefixedBiEncoder):
         *,
         device: str | None = None,
         batch_size: int = EMBED_BATCH_SIZE,
-        query_prefix: str = "",
-        document_prefix: str = "",
+        query_prefix: str | None = None,
+        document_prefix: str | None = None,
     ) -> None:
         super().__init__(model, batch_size=batch_size, query_prefix=query_prefix, document_prefix=document_prefix)
         self._device = device
@@ -40,6 +40,9 @@ class SentenceTransformerEmbedder(PrefixedBiEncoder):
             from sentence_transformers import SentenceTransformer
 
             model = SentenceTransformer(str(self._path), device=self._device, local_files_only=True)
+            # The prefixes are put on by PrefixedBiEncoder (the folder's declared prompts by default), as the
+            # ONNX embedder does; a default prompt applied by encode() as well would prefix twice.
+            model.default_prompt_name = None
             self.dim = int(model.get_embedding_dimension())
             self.max_seq_length = int(model.max_seq_length)
             model.encode(["warm up"], normalize_embeddings=True, show_progress_bar=False)

@@ -21,6 +21,8 @@ export interface ChatResponse {
   refined_query: string;
   abstained: boolean;
   abstain_reason?: string;
+  /** The question's language (ISO 639-1) when the service identified it; the answer is written in it. */
+  language?: string | null;
   timings_ms: Record<string, number>;
   degraded: string[];
   intent: string;
@@ -37,6 +39,7 @@ export interface Turn {
   abstained: boolean;
   intent: string;
   created_at: number;
+  language?: string | null;
 }
 
 export interface ConversationSummary {
@@ -204,7 +207,8 @@ export class Api {
         if (xhr.status === 200) resolve(body as IngestResponse);
         else reject(new ApiError(xhr.status, body.error ?? `${xhr.status} ${xhr.statusText}`));
       };
-      xhr.onerror = () => reject(new ApiError(0, "the upload failed: the server could not be reached"));
+      // Status 0: no answer at all (the page words it as "the server could not be reached").
+      xhr.onerror = () => reject(new ApiError(0, "the server could not be reached"));
       const form = new FormData();
       form.append("files", file, file.name);
       xhr.send(form);

@@ -5,7 +5,9 @@
 import { Api, ApiError } from "./api.js";
 import type { AuthConfig, ChatResponse, Citation, ConversationSummary, Rating } from "./api.js";
 import { finishOidc, forgetToken, startOidc, storeToken, storedToken } from "./auth.js";
-import { abstentionText, degradedText } from "./wording.js";
+import { LocalisedError, format, localise, startLocale, text, verbatim } from "./i18n.js";
+import type { Localisable, LocalisedAttribute, Text } from "./i18n.js";
+import { abstentionText, degradedText, fileSummary } from "./wording.js";
 
 function $(id: string): HTMLElement {
   const element = document.getElementById(id);
@@ -15,13 +17,24 @@ function $(id: string): HTMLElement {
 
 function el<K extends keyof HTMLElementTagNameMap>(
   tag: K,
-  props: { className?: string; text?: string; attrs?: Record<string, string> } = {},
+  props: {
+    className?: string;
+    /** Text as the server or a document wrote it (never translated). */
+    text?: string;
+    /** The page's own words: a message, in the reader's language (re-worded when it changes). */
+    msg?: Localisable;
+    attrs?: Record<string, string>;
+    /** Attributes that are the page's own words. */
+    msgAttrs?: Partial<Record<LocalisedAttribute, Localisable>>;
+  } = {},
   ...children: (Node | string)[]
 ): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
   if (props.className) node.className = props.className;
   if (props.text !== undefined) node.textContent = props.text;
+  if (props.msg !== undefined) localise(node, props.msg);
   for (const [name, value] of Object.entries(props.attrs ?? {})) node.setAttribute(name, value);
+  for (const [name, value] of Object.entries(props.msgAttrs ?? {})) localise(node, value, name as LocalisedAttribute);
   for (const child of children) node.append(child);
   return node;
 }
@@ -38,11 +51,21 @@ function revealTurn(question: HTMLElement, answer: HTMLElement): void {
   pane.scrollTop = Math.max(0, bottom - top <= pane.clientHeight ? bottom - pane.clientHeight : top);
 }
 
-function messageOf(error: unknown): string {
-  if (error instanceof ApiError && error.status === 401) return "Your sign-in was not accepted or has expired. Sign in again.";
-  if (error instanceof ApiError && error.status === 403) return `Not allowed: ${error.message}`;
-  if (error instanceof ApiError && error.status === 429) return "Too many requests; wait a moment and try again.";
-  return error instanceof Error ? error.message : String(error);
+/** Where a citation is: title, section and page (the page worded in the reader's language). */
+function whereOf(citation: Citation): (Node | string)[] {
+  const parts: (Node | string)[] = [citation.title || citation.source, citation.section_path.join(" › ")].filter(Boolean);
+  if (citation.page != null) parts.push(el("span", { msg: text("pageNumber", { page: citation.page }) }));
+  return parts.flatMap((part, index) => (index === 0 ? [part] : [" — ", part]));
+}
+
+/** What went wrong, for the reader: the page's own words where it has them, else the server's text. */
+function messageOf(error: unknown): Text {
+  if (error instanceof LocalisedError) return error.text;
+  if (error instanceof ApiError && error.status === 0) return text("errorUnreachable");
+  if (error instanceof ApiError && error.status === 401) return text("errorSignIn");
+  if (error instanceof ApiError && error.status === 403) return text("errorForbidden", { reason: error.message });
+  if (error instanceof ApiError && error.status === 429) return text("errorTooMany");
+  return verbatim(error instanceof Error ? error.message : String(error));
 }
 
 class App {
@@ -57,7 +80,7 @@ class App {
     this.bind();
     if (this.config.auth === "off") {
       this.api = new Api(null);
-      await this.enter("local user (authentication off)");
+      await this.enter(text("whoLocal"));
       return;
     }
     try {
@@ -69,12 +92,13 @@ class App {
     }
     const stored = storedToken();
     if (stored === null) {
-      this.showSignIn("");
+      this.showSignIn(null);
       return;
     }
     this.api = new Api(stored.token);
     try {
-      await this.enter(stored.kind === "oidc" ? `signed in with ${this.config.oidc?.provider_name ?? "OIDC"}` : "signed in with an API key");
+      const provider = this.config.oidc?.provider_name ?? format("oidcFallbackName");
+      await this.enter(stored.kind === "oidc" ? text("whoOidc", { provider }) : text("whoKey"));
     } catch (error) {
       forgetToken();
       this.showSignIn(messageOf(error));
@@ -82,13 +106,14 @@ class App {
   }
 
   private bind(): void {
+    startLocale($("language") as HTMLSelectElement);
     $("key-form").addEventListener("submit", (event) => {
       event.preventDefault();
       void this.signInWithKey();
     });
     if (this.config.oidc !== null) {
       const button = $("oidc-sign-in");
-      button.textContent = `Sign in with ${this.config.oidc.provider_name}`;
+      localise(button, text("signInWith", { provider: this.config.oidc.provider_name }));
       const oidc = this.config.oidc;
       button.addEventListener("click", () => void startOidc(oidc));
       $("oidc").hidden = false;
@@ -124,12 +149,12 @@ class App {
     });
   }
 
-  private showSignIn(error: string): void {
+  private showSignIn(error: Text | null): void {
     $("sign-in").hidden = false;
     $("chat-page").hidden = true;
     $("documents-page").hidden = true;
     $("nav").hidden = true;
-    $("sign-in-error").textContent = error;
+    localise($("sign-in-error"), error);
     ($("api-key") as HTMLInputElement).focus();
   }
 
@@ -139,18 +164,18 @@ class App {
     if (!key) return;
     this.api = new Api(key);
     try {
-      await this.enter("signed in with an API key");
+      await this.enter(text("whoKey"));
       storeToken(key, "api-key");
       input.value = "";
     } catch (error) {
-      $("sign-in-error").textContent = messageOf(error);
+      localise($("sign-in-error"), messageOf(error));
     }
   }
 
   /** Signed in: the conversation list is the first request, so a refused credential fails here. */
-  private async enter(who: string): Promise<void> {
+  private async enter(who: Text): Promise<void> {
     await this.loadConversations();
-    $("who").textContent = who;
+    localise($("who"), who);
     $("sign-in").hidden = true;
     $("nav").hidden = false;
     this.showPage("chat");
@@ -172,20 +197,21 @@ class App {
     const { conversations } = await this.api.conversations();
     const list = $("conversations");
     list.replaceChildren(...conversations.map((c) => this.conversationItem(c)));
-    if (conversations.length === 0) list.append(el("li", { className: "hint", text: "No conversations yet." }));
+    if (conversations.length === 0) list.append(el("li", { className: "hint", msg: "noConversations" }));
   }
 
   private conversationItem(summary: ConversationSummary): HTMLLIElement {
     const open = el("button", {
       className: "open",
-      text: summary.title || "(untitled)",
+      ...(summary.title ? { text: summary.title } : { msg: "untitled" }),
       attrs: { type: "button", title: summary.title },
     });
     open.addEventListener("click", () => void this.openConversation(summary.conversation_id));
     const remove = el("button", {
       className: "delete",
       text: "×",
-      attrs: { type: "button", "aria-label": `Delete conversation: ${summary.title}` },
+      attrs: { type: "button" },
+      msgAttrs: { "aria-label": text("deleteConversation", { title: summary.title }) },
     });
     remove.addEventListener("click", () => void this.deleteConversation(summary));
     const item = el("li", { attrs: { "data-conversation": summary.conversation_id } }, open, remove);
@@ -203,7 +229,7 @@ class App {
     this.conversationId = null;
     this.turnCount = 0;
     $("messages").replaceChildren(
-      el("p", { className: "hint", text: "Ask a question about your organisation's documents. Answers cite their sources: select a [n] marker to see the sentence it comes from." }),
+      el("p", { className: "hint", msg: "newChatHint" }),
     );
     this.closeSource();
     this.markCurrent();
@@ -220,10 +246,10 @@ class App {
       let question: HTMLElement | null = null;
       let bubble: HTMLElement | null = null;
       for (const [index, turn] of conversation.turns.entries()) {
-        question = el("div", { className: "message user", text: turn.message });
+        question = el("div", { className: "message user", text: turn.message, attrs: turn.language ? { lang: turn.language } : {} });
         bubble = el("div", { className: "message assistant" });
         messages.append(question, bubble);
-        this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained }, index);
+        this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained, language: turn.language ?? null }, index);
       }
       this.closeSource();
       this.markCurrent();
@@ -236,7 +262,7 @@ class App {
   }
 
   private async deleteConversation(summary: ConversationSummary): Promise<void> {
-    if (!confirm(`Delete the conversation "${summary.title}"?`)) return;
+    if (!confirm(format(text("confirmDeleteConversation", { title: summary.title })))) return;
     try {
       await this.api.deleteConversation(summary.conversation_id);
     } catch (error) {
@@ -247,8 +273,8 @@ class App {
     ($("new-chat") as HTMLButtonElement).focus();
   }
 
-  private notice(text: string): void {
-    $("messages").append(el("p", { className: "error", text, attrs: { role: "alert" } }));
+  private notice(message: Text): void {
+    $("messages").append(el("p", { className: "error", msg: message, attrs: { role: "alert" } }));
   }
 
   // ------------------------------------------------------------------ asking
@@ -266,7 +292,7 @@ class App {
     messages.append(question);
     const bubble = el("div", { className: "message assistant streaming", attrs: { "aria-busy": "true" } });
     const answer = el("div", { className: "answer" });
-    const status = el("p", { className: "meta-line", text: "Searching the documents…" });
+    const status = el("p", { className: "meta-line", msg: "searching" });
     bubble.append(answer, status);
     messages.append(bubble);
     revealTurn(question, bubble);
@@ -276,7 +302,7 @@ class App {
         switch (event.event) {
           case "meta":
             this.conversationId = event.data.conversation_id;
-            status.textContent = event.data.intent === "rag" ? "Checking the answer against the sources…" : "";
+            localise(status, event.data.intent === "rag" ? "checking" : null);
             break;
           case "token":
             answer.append(event.data.text);
@@ -287,11 +313,13 @@ class App {
             final = event.data;
             break;
           case "error":
-            throw new ApiError(event.data.status, `${event.data.error}${event.data.stage ? ` (stage: ${event.data.stage})` : ""}`);
+            if (event.data.stage) throw new LocalisedError(text("streamError", { error: event.data.error, stage: event.data.stage }));
+            throw new ApiError(event.data.status, event.data.error);
         }
       });
-      if (final === null) throw new Error("the answer stream ended early; please ask again");
+      if (final === null) throw new LocalisedError(text("streamEndedEarly"));
       const response: ChatResponse = final;
+      if (response.language) question.lang = response.language;
       this.conversationId = response.conversation_id;
       this.renderAnswer(bubble, response, this.turnCount);
       revealTurn(question, bubble);
@@ -302,7 +330,7 @@ class App {
       bubble.classList.remove("streaming");
       bubble.removeAttribute("aria-busy");
       status.remove();
-      bubble.append(el("p", { className: "error", text: `No answer: ${messageOf(error)}`, attrs: { role: "alert" } }));
+      bubble.append(el("p", { className: "error", msg: text("noAnswer", { reason: messageOf(error) }), attrs: { role: "alert" } }));
       revealTurn(question, bubble);
     } finally {
       this.busy = false;
@@ -320,7 +348,9 @@ class App {
     bubble.classList.remove("streaming");
     bubble.removeAttribute("aria-busy");
     const byId = new Map(response.citations.map((c) => [c.id, c]));
-    const answer = el("div", { className: "answer" });
+    // In the question's language when the service says which (for screen readers); the chrome around it
+    // stays in the page's.
+    const answer = el("div", { className: "answer", attrs: response.language ? { lang: response.language } : {} });
     // "[n]" markers become buttons that open the cited sentence.
     const parts = response.answer.split(/(\[\d+\])/);
     for (const part of parts) {
@@ -332,44 +362,43 @@ class App {
     const children: Node[] = [answer];
     const conversationId = this.conversationId;
     if (response.abstained) {
+      const reason = abstentionText(response.abstain_reason ?? "", response.answerability ?? null, response.intent ?? "rag");
       children.push(el("div", { className: "notice abstained", attrs: { role: "note" } },
-        el("strong", { text: "No answer from the documents. " }),
-        abstentionText(response.abstain_reason ?? "", response.answerability ?? null, response.intent ?? "rag")));
+        el("strong", { msg: "noAnswerFromDocuments" }), ...reason.flatMap((part) => [" ", el("span", { msg: part })])));
     }
     if (response.degraded && response.degraded.length > 0) {
-      const details = el("details", {}, el("summary", { text: "Technical details" }), ...response.degraded.map((d) => el("div", { text: d })));
+      const details = el("details", {}, el("summary", { msg: "technicalDetails" }), ...response.degraded.map((d) => el("div", { text: d })));
       children.push(el("div", { className: "notice degraded", attrs: { role: "note" } },
-        el("strong", { text: "Answered in a reduced mode. " }),
-        response.degraded.map(degradedText).join(" "),
+        el("strong", { msg: "reducedMode" }),
+        ...response.degraded.flatMap((entry) => [" ", el("span", { msg: degradedText(entry) })]),
         details));
     }
     if (response.citations.length > 0) {
-      const sources = el("ol", { className: "sources", attrs: { "aria-label": "Sources" } });
+      const sources = el("ol", { className: "sources", msgAttrs: { "aria-label": "sources" } });
       for (const citation of response.citations) {
-        const where = [citation.title || citation.source, citation.section_path.join(" › "), citation.page != null ? `page ${citation.page}` : ""]
-          .filter(Boolean).join(" — ");
         const quote = citation.quote.length > 90 ? `${citation.quote.slice(0, 89).trimEnd()}…` : citation.quote;
         const item = el("li", { attrs: { value: String(citation.id) } },
-          this.citeButton(citation, quote ? `“${quote}”` : where), el("span", { className: "where", text: quote ? ` ${where}` : "" }));
+          this.citeButton(citation, quote ? `“${quote}”` : whereOf(citation)),
+          el("span", { className: "where" }, ...(quote ? [" ", ...whereOf(citation)] : [])));
         sources.append(item);
       }
       children.push(sources);
     }
     if (response.answer_mode) {
-      const mode = response.answer_mode === "extractive" ? "quoted from the sources" : "written from the sources and checked";
-      children.push(el("p", { className: "meta-line", text: `Answer ${mode}.` }));
+      const mode = response.answer_mode === "extractive" ? "answerExtractive" : "answerGenerative";
+      children.push(el("p", { className: "meta-line", msg: mode }));
     }
     if (conversationId !== null) children.push(this.feedbackControls(conversationId, turnIndex));
     bubble.replaceChildren(...children);
   }
 
-  private citeButton(citation: Citation, label: string): HTMLButtonElement {
-    const isMarker = /^\[\d+\]$/.test(label);
+  private citeButton(citation: Citation, label: string | (Node | string)[]): HTMLButtonElement {
+    const isMarker = typeof label === "string" && /^\[\d+\]$/.test(label);
     const button = el("button", {
       className: isMarker ? "cite" : "source-link",
-      text: label,
-      attrs: { type: "button", "aria-label": `Source ${citation.id}: ${citation.title || citation.source}`, "data-cite": String(citation.id) },
-    });
+      attrs: { type: "button", "data-cite": String(citation.id) },
+      msgAttrs: { "aria-label": text("citeLabel", { id: String(citation.id), title: citation.title || citation.source }) },
+    }, ...(typeof label === "string" ? [label] : label));
     const conversationId = this.conversationId;
     button.addEventListener("click", () => void this.openSource(conversationId, citation));
     return button;
@@ -380,32 +409,33 @@ class App {
   private async openSource(conversationId: string | null, citation: Citation): Promise<void> {
     const panel = $("source-panel");
     const meta = $("source-meta");
-    const text = $("source-text");
-    $("source-title").textContent = citation.title || citation.source || "Source";
-    const rows: [string, string][] = [];
-    if (citation.section_path.length) rows.push(["Section", citation.section_path.join(" › ")]);
-    if (citation.page != null) rows.push(["Page", String(citation.page)]);
-    if (citation.source) rows.push(["Source", citation.source]);
-    meta.replaceChildren(...rows.flatMap(([term, value]) => [el("dt", { text: term }), el("dd", { text: value })]));
-    text.replaceChildren(el("p", { className: "hint", text: "Loading the source…" }));
+    const body = $("source-text");
+    const title = citation.title || citation.source;
+    localise($("source-title"), title ? verbatim(title) : "source");
+    const rows: [Localisable, string][] = [];
+    if (citation.section_path.length) rows.push(["section", citation.section_path.join(" › ")]);
+    if (citation.page != null) rows.push(["page", String(citation.page)]);
+    if (citation.source) rows.push(["source", citation.source]);
+    meta.replaceChildren(...rows.flatMap(([term, value]) => [el("dt", { msg: term }), el("dd", { text: value })]));
+    body.replaceChildren(el("p", { className: "hint", msg: "loadingSource" }));
     panel.hidden = false;
     $("chat-page").classList.add("with-source");
     panel.focus();
     try {
-      if (conversationId === null) throw new Error("this answer is not part of a stored conversation");
+      if (conversationId === null) throw new LocalisedError(text("notStored"));
       const source = await this.api.source(conversationId, citation.chunk_id);
       const { start, end } = citation;
       if (start != null && end != null && end <= source.text.length && start < end) {
         const mark = el("mark", { text: source.text.slice(start, end), attrs: { id: "cited-sentence" } });
-        text.replaceChildren(source.text.slice(0, start), mark, source.text.slice(end));
+        body.replaceChildren(source.text.slice(0, start), mark, source.text.slice(end));
         mark.scrollIntoView({ block: "center" });
       } else {
-        text.replaceChildren(source.text, el("p", { className: "hint", text: `Cited: “${citation.quote}”` }));
+        body.replaceChildren(source.text, el("p", { className: "hint", msg: text("cited", { quote: citation.quote }) }));
       }
     } catch (error) {
-      text.replaceChildren(
-        el("p", { className: "error", text: `The source text is not available: ${messageOf(error)}` }),
-        el("p", { text: `Cited sentence: “${citation.quote}”` }),
+      body.replaceChildren(
+        el("p", { className: "error", msg: text("sourceUnavailable", { reason: messageOf(error) }) }),
+        el("p", { msg: text("citedSentence", { quote: citation.quote }) }),
       );
     }
   }
@@ -421,10 +451,14 @@ class App {
   // ------------------------------------------------------------------ feedback
 
   private feedbackControls(conversationId: string, turnIndex: number): HTMLElement {
-    const up = el("button", { text: "▲ Good", attrs: { type: "button", "aria-label": "Good answer", "aria-pressed": "false", "data-rating": "up" } });
-    const down = el("button", { text: "▼ Bad", attrs: { type: "button", "aria-label": "Bad answer", "aria-pressed": "false", "data-rating": "down" } });
-    const comment = el("input", { attrs: { type: "text", "aria-label": "Comment on this answer (optional)", placeholder: "Comment (optional)", maxlength: "2000" } });
-    const send = el("button", { text: "Send feedback", attrs: { type: "button" } });
+    const rate = (rating: Rating) => ({ type: "button", "aria-pressed": "false", "data-rating": rating });
+    const up = el("button", { msg: "good", attrs: rate("up"), msgAttrs: { "aria-label": "goodAnswer" } });
+    const down = el("button", { msg: "bad", attrs: rate("down"), msgAttrs: { "aria-label": "badAnswer" } });
+    const comment = el("input", {
+      attrs: { type: "text", maxlength: "2000" },
+      msgAttrs: { "aria-label": "commentLabel", placeholder: "commentPlaceholder" },
+    });
+    const send = el("button", { msg: "sendFeedback", attrs: { type: "button" } });
     const status = el("span", { className: "status", attrs: { role: "status" } });
     let rating: Rating | null = null;
     const choose = (chosen: Rating) => {
@@ -444,47 +478,51 @@ class App {
       send.disabled = true;
       try {
         await this.api.feedback(conversationId, turnIndex, rating, comment.value.trim() || null);
-        status.textContent = "Thank you for your feedback.";
+        localise(status, "feedbackThanks");
         comment.hidden = true;
         send.hidden = true;
       } catch (error) {
-        status.textContent = error instanceof ApiError && (error.status === 404 || error.status === 405)
-          ? "Feedback is not available on this server."
-          : `Feedback not sent: ${messageOf(error)}`;
+        localise(status, error instanceof ApiError && (error.status === 404 || error.status === 405)
+          ? "feedbackUnavailable"
+          : text("feedbackNotSent", { reason: messageOf(error) }));
         send.disabled = false;
       }
     });
-    return el("div", { className: "feedback", attrs: { role: "group", "aria-label": "Rate this answer" } }, up, down, comment, send, status);
+    return el("div", { className: "feedback", attrs: { role: "group" }, msgAttrs: { "aria-label": "rateAnswer" } }, up, down, comment, send, status);
   }
 
   // ------------------------------------------------------------------ documents
 
   private async loadDocuments(): Promise<void> {
     const body = $("documents").querySelector("tbody") as HTMLTableSectionElement;
-    $("documents-error").textContent = "";
+    localise($("documents-error"), null);
     try {
       const { documents } = await this.api.documents();
       body.replaceChildren(
         ...documents.map((doc) => {
-          const remove = el("button", { text: "Delete", attrs: { type: "button", "aria-label": `Delete ${doc.title || doc.doc_id}` } });
+          const remove = el("button", {
+            msg: "delete",
+            attrs: { type: "button" },
+            msgAttrs: { "aria-label": text("deleteDocument", { name: doc.title || doc.doc_id }) },
+          });
           remove.addEventListener("click", () => void this.deleteDocument(doc.doc_id, doc.title || doc.doc_id));
           return el("tr", { attrs: { "data-doc": doc.doc_id } },
             el("td", { text: doc.title || doc.doc_id }), el("td", { text: doc.source }),
             el("td", { text: String(doc.chunks) }), el("td", {}, remove));
         }),
       );
-      if (documents.length === 0) body.append(el("tr", {}, el("td", { text: "No documents yet.", attrs: { colspan: "4" } })));
+      if (documents.length === 0) body.append(el("tr", {}, el("td", { msg: "noDocuments", attrs: { colspan: "4" } })));
     } catch (error) {
-      $("documents-error").textContent = messageOf(error);
+      localise($("documents-error"), messageOf(error));
     }
   }
 
   private async deleteDocument(docId: string, name: string): Promise<void> {
-    if (!confirm(`Delete the document "${name}" from the index?`)) return;
+    if (!confirm(format(text("confirmDeleteDocument", { name })))) return;
     try {
       await this.api.deleteDocument(docId);
     } catch (error) {
-      $("documents-error").textContent = messageOf(error);
+      localise($("documents-error"), messageOf(error));
     }
     await this.loadDocuments();
   }
@@ -506,35 +544,27 @@ class App {
     const total = files.reduce((sum, file) => sum + Math.max(file.size, 1), 0);
     let done = 0;
     for (const [index, file] of files.entries()) {
-      label.textContent = `Uploading ${file.name} (${index + 1} of ${files.length})…`;
-      const result = el("td", { text: "uploading…" });
+      localise(label, text("uploadingFile", { file: file.name, index: index + 1, total: files.length }));
+      const result = el("td", { msg: "uploadingShort" });
       rows.append(el("tr", {}, el("td", { text: file.name }), result));
       try {
         const response = await this.api.upload(file, (fraction) => {
           progress.value = Math.round(((done + fraction * Math.max(file.size, 1)) / total) * 100);
         });
-        result.textContent = fileSummary(response);
+        localise(result, fileSummary(response));
         if (response.failed.length > 0) result.classList.add("failed");
       } catch (error) {
-        result.textContent = `failed: ${messageOf(error)}`;
+        localise(result, text("uploadFailed", { reason: messageOf(error) }));
         result.classList.add("failed");
       }
       done += Math.max(file.size, 1);
       progress.value = Math.round((done / total) * 100);
     }
-    label.textContent = `Done: ${files.length} file${files.length === 1 ? "" : "s"}.`;
+    localise(label, text("uploadDone", { count: files.length }));
     button.disabled = false;
     input.value = "";
     await this.loadDocuments();
   }
-}
-
-function fileSummary(response: { documents: number; chunks: number; skipped: number; failed: { reason: string }[] }): string {
-  if (response.failed.length > 0) return `failed: ${response.failed.map((f) => f.reason).join("; ")}`;
-  if (response.skipped > 0 && response.documents === 0) return "unchanged (already indexed)";
-  const chunks = `${response.chunks} chunk${response.chunks === 1 ? "" : "s"}`;
-  const docs = response.documents === 1 ? "" : ` in ${response.documents} documents`;
-  return `indexed: ${chunks}${docs}${response.skipped > 0 ? `, ${response.skipped} unchanged` : ""}`;
 }
 
 async function main(): Promise<void> {

@@ -3,6 +3,7 @@
 // is gone when the tab closes; the strict CSP (no inline or foreign script) guards it meanwhile.
 
 import type { OidcConfig } from "./api.js";
+import { LocalisedError, text } from "./i18n.js";
 
 const TOKEN = "rag.token";
 const KIND = "rag.token-kind";
@@ -66,12 +67,12 @@ export async function finishOidc(config: OidcConfig | null): Promise<string | nu
   const error = params.get("error");
   if (!code && !error) return null;
   history.replaceState(null, "", "/");
-  if (error) throw new Error(`the provider refused the sign-in: ${params.get("error_description") ?? error}`);
+  if (error) throw new LocalisedError(text("oidcRefused", { reason: params.get("error_description") ?? error }));
   const saved = sessionStorage.getItem(PKCE);
   sessionStorage.removeItem(PKCE);
-  if (config === null || saved === null) throw new Error("no sign-in was started from this tab");
+  if (config === null || saved === null) throw new LocalisedError(text("oidcNotStarted"));
   const { verifier, state } = JSON.parse(saved) as { verifier: string; state: string };
-  if (params.get("state") !== state) throw new Error("the sign-in answer does not match the request (state)");
+  if (params.get("state") !== state) throw new LocalisedError(text("oidcStateMismatch"));
   const response = await fetch(config.token_url, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -83,9 +84,9 @@ export async function finishOidc(config: OidcConfig | null): Promise<string | nu
       code_verifier: verifier,
     }).toString(),
   });
-  if (!response.ok) throw new Error(`the provider did not issue a token (${response.status})`);
+  if (!response.ok) throw new LocalisedError(text("oidcNoToken", { status: String(response.status) }));
   const tokens = (await response.json()) as { access_token?: string; id_token?: string };
   const token = tokens.access_token ?? tokens.id_token;
-  if (!token) throw new Error("the provider's answer holds no token");
+  if (!token) throw new LocalisedError(text("oidcEmptyToken"));
   return token;
 }

@@ -1,33 +1,52 @@
-// What the answer's flags mean, in plain words for the reader (not the operator).
+// What the answer's flags and an upload's outcome mean, in plain words for the reader (not the
+// operator), as messages of the reader's language (messages-*.ts).
 
-const ABSTENTIONS: Record<string, string> = {
-  not_answerable: "The documents found do not seem to answer this question.",
-  no_passages: "No document matched the question.",
-  no_evidence: "The documents found hold nothing that supports an answer.",
-  no_supported_claim: "No statement could be backed by a cited source.",
-  model_abstained: "The model found no answer in the sources.",
-  invalid_output: "The model's answer could not be checked against the sources, so it is not shown.",
-  out_of_scope: "This question is outside what the documents cover.",
-  generator_unavailable: "The answering service is unavailable right now.",
+import type { MessageKey } from "./messages-en.js";
+import { text } from "./i18n.js";
+import type { Text } from "./i18n.js";
+
+const ABSTENTIONS: Record<string, MessageKey> = {
+  not_answerable: "abstainNotAnswerable",
+  no_passages: "abstainNoPassages",
+  no_evidence: "abstainNoEvidence",
+  no_supported_claim: "abstainNoSupportedClaim",
+  model_abstained: "abstainModel",
+  invalid_output: "abstainInvalidOutput",
+  out_of_scope: "abstainOutOfScope",
+  generator_unavailable: "abstainGeneratorUnavailable",
 };
 
-export function abstentionText(reason: string, answerability: number | null, intent: string): string {
-  let text = ABSTENTIONS[reason] ?? (intent === "out_of_scope" ? ABSTENTIONS["out_of_scope"]! : "No supported answer was found.");
+/** The reason, the estimated chance when the gate judged it, and what the reader can do: one message each. */
+export function abstentionText(reason: string, answerability: number | null, intent: string): Text[] {
+  const key = ABSTENTIONS[reason] ?? (intent === "out_of_scope" ? "abstainOutOfScope" : "abstainOther");
+  const parts = [text(key)];
   if (answerability !== null && reason === "not_answerable") {
-    text += ` (Estimated chance the documents answer it: ${Math.round(answerability * 100)}%.)`;
+    parts.push(text("answerability", { percent: Math.round(answerability * 100) }));
   }
-  return `${text} Try rephrasing, or check that the right documents are uploaded.`;
+  parts.push(text("tryRephrasing"));
+  return parts;
 }
 
-const STAGES: [string, string][] = [
-  ["refiner", "The question rewriter was unavailable, so your message was searched with the previous question appended."],
-  ["reranker", "The ranking service was unavailable, so sources are in search order."],
-  ["generator", "The answer writer was unavailable, so the best-matching sentences are quoted."],
-  ["llm", "The language model was busy or unavailable, so the best-matching sentences are quoted."],
+const STAGES: [string, MessageKey][] = [
+  ["refiner", "degradedRefiner"],
+  ["reranker", "degradedReranker"],
+  ["generator", "degradedGenerator"],
+  ["llm", "degradedLlm"],
 ];
 
-export function degradedText(entry: string): string {
+export function degradedText(entry: string): MessageKey {
   const lowered = entry.toLowerCase();
-  for (const [stage, text] of STAGES) if (lowered.startsWith(stage)) return text;
-  return "A step was skipped to keep answering.";
+  for (const [stage, key] of STAGES) if (lowered.startsWith(stage)) return key;
+  return "degradedOther";
+}
+
+/** One uploaded file's line in the summary. */
+export function fileSummary(response: { documents: number; chunks: number; skipped: number; failed: { reason: string }[] }): Text {
+  if (response.failed.length > 0) return text("uploadFailed", { reason: response.failed.map((f) => f.reason).join("; ") });
+  if (response.skipped > 0 && response.documents === 0) return text("unchangedAlreadyIndexed");
+  return text("indexed", {
+    chunks: text("chunkCount", { count: response.chunks }),
+    documents: response.documents === 1 ? "" : text("inDocuments", { count: response.documents }),
+    unchanged: response.skipped > 0 ? text("unchangedCount", { count: response.skipped }) : "",
+  });
 }

@@ -7,7 +7,7 @@ import logging
 import numpy as np
 
 from rag_common.embedders import ModelNotAvailableError
-from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder
+from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder, model_token_limit
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,10 @@ class CrossEncoderScorer(LocalCrossEncoder):
                 )
             # Loaded without an explicit length, sentence-transformers caps the tokenizer at the
             # model's position embeddings; asking for more than that would crash on long passages.
-            model_limit = model.max_seq_length
+            # For an XLM-R (bge-reranker-v2-m3) that cap is 2 too many when its tokenizer states no
+            # limit: its positions start at padding_idx + 1 (model_token_limit).
+            limits = [n for n in (model.max_seq_length, model_token_limit(model.model, model.tokenizer)) if n]
+            model_limit = min(limits) if limits else None
             max_length = self._requested_max_length
             if model_limit and max_length > model_limit:
                 logger.warning(

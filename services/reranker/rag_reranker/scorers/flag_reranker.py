@@ -18,34 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_common.embedders import ModelNotAvailableError
-from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder, ScorerOptions
+from rag_reranker.scorers.local_cross_encoder import LocalCrossEncoder, ScorerOptions, model_token_limit
+
 
 logger = logging.getLogger(__name__)
 
 #: The release this scorer was written and tested against (pinned in requirements/constraints.txt).
 FLAG_EMBEDDING_REQUIREMENT = "FlagEmbedding==1.4.2"
-
-
-def _model_token_limit(model, tokenizer) -> int | None:
-    """Most tokens per input the model can embed, or ``None`` when neither side states a limit."""
-    limits: list[int] = []
-    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-    # Tokenizers without a stated limit report a huge sentinel (int(1e30)).
-    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000:
-        limits.append(tokenizer_limit)
-    positions = getattr(model.config, "max_position_embeddings", -1)
-    if isinstance(positions, int) and positions > 0:
-        # RoBERTa-family embeddings (XLM-R, so bge-reranker-v2-m3) number positions from
-        # padding_idx + 1: 8194 position embeddings hold 8192 tokens.
-        offset = 0
-        for module in model.modules():
-            padding_idx = getattr(module, "padding_idx", None)
-            embeddings = getattr(module, "position_embeddings", None)
-            if isinstance(padding_idx, int) and embeddings is not None and hasattr(embeddings, "num_embeddings"):
-                offset = padding_idx + 1
-                break
-        limits.append(positions - offset)
-    return min(limits) if limits else None
 
 
 class FlagRerankerScorer(LocalCrossEncoder):
@@ -109,7 +88,7 @@ class FlagRerankerScorer(LocalCrossEncoder):
             # FlagReranker truncates to whatever max_length it is given; more than the model's
             # position embeddings would crash on long passages, so cap it here.
             max_length = self._requested_max_length
-            model_limit = _model_token_limit(reranker.model, reranker.tokenizer)
+            model_limit = model_token_limit(reranker.model, reranker.tokenizer)
             if model_limit and max_length > model_limit:
                 logger.warning(
                     "cross-encoder %s accepts at most %d tokens; using that instead of max_length=%d",

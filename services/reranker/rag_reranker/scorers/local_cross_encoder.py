@@ -30,6 +30,30 @@ class ScorerOptions:
         return cls(settings.cross_encoder_max_length, settings.cross_encoder_sigmoid, settings.batch_size)
 
 
+def model_token_limit(model, tokenizer) -> int | None:  # noqa: ANN001 - a transformers model and tokenizer
+    """Most tokens per input the model can embed, or ``None`` when neither side states a limit: the
+    tokenizer's stated limit and the position embeddings, less the RoBERTa offset (XLM-R numbers positions
+    from padding_idx + 1, so bge-reranker-v2-m3's 8194 position embeddings hold 8192 tokens)."""
+    limits: list[int] = []
+    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
+    # Tokenizers without a stated limit report a huge sentinel (int(1e30)).
+    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000:
+        limits.append(tokenizer_limit)
+    positions = getattr(model.config, "max_position_embeddings", -1)
+    if isinstance(positions, int) and positions > 0:
+        # RoBERTa-family embeddings (XLM-R, so bge-reranker-v2-m3) number positions from
+        # padding_idx + 1: 8194 position embeddings hold 8192 tokens.
+        offset = 0
+        for module in model.modules():
+            padding_idx = getattr(module, "padding_idx", None)
+            embeddings = getattr(module, "position_embeddings", None)
+            if isinstance(padding_idx, int) and embeddings is not None and hasattr(embeddings, "num_embeddings"):
+                offset = padding_idx + 1
+                break
+        limits.append(positions - offset)
+    return min(limits) if limits else None
+
+
 class LocalCrossEncoder:
     """Base of the loaders (sentence-transformers, FlagEmbedding): one model, one place to check its settings.
 

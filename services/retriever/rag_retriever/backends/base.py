@@ -19,7 +19,7 @@ backends take that form (``Filters``: known fields, each a list of values) as it
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
@@ -108,9 +108,13 @@ class FusionSettings:
 
     @classmethod
     def of(cls, settings: RetrieverSettings) -> FusionSettings:
-        """The backend's hybrid fusion; learned fusion starts from a min-max first pass."""
+        """The backend's hybrid fusion for a query in a language the embedder knows; learned fusion
+        starts from a min-max first pass."""
         method = "min_max" if settings.hybrid_normalization == "learned" else settings.hybrid_normalization
         return cls(method=method, dense_weight=settings.hybrid_dense_weight)
+
+    def with_dense_weight(self, dense_weight: float) -> FusionSettings:
+        return replace(self, dense_weight=dense_weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,15 +258,21 @@ class Searcher(Protocol):
 
     async def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
-        """Best chunks by BM25 over text and title; score = raw BM25 (>= 0)."""
+        """Best chunks by BM25 over text and title; score = raw BM25 (>= 0). ``language``: the query's
+        (one of the configured ``RAG_LANGUAGES``): the neutral field and that language's field, each
+        with its own analyzer, scores summed; None (unsure): the neutral field and every configured
+        language's field, summed."""
 
     async def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
-        """Dense and BM25 fused as ``fusion`` says; min_max in [0, 1], rrf a sum of 1 / (60 + rank)."""
+        """Dense and BM25 (analysed as ``search_bm25`` does for ``language``) fused as ``fusion`` says;
+        min_max in [0, 1], rrf a sum of 1 / (60 + rank)."""
 
 
 class Catalog(Protocol):
@@ -324,10 +334,11 @@ class GraphSearcher(Protocol):
 class FusionCandidateSource(Protocol):
     async def fusion_candidates(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, access: AccessFilter | None,
-        *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float,
+        *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float, language: str | None = None,
     ) -> FusionCandidates:
         """Learned fusion's candidates for ``query`` and their signals: the min-max hybrid first pass of
-        ``k`` plus the graph's additions, access and filters inside every search."""
+        ``k`` (its BM25 analysed for ``language`` as ``Searcher.search_bm25`` does) plus the graph's
+        additions, access and filters inside every search."""
 
 
 #: What ``StagedWriter.prepare_replacement`` hands back for the commit: opaque to its callers.

@@ -2,8 +2,11 @@
 
 Reads and writes go through the alias ``config.alias``; the physical index behind it is
 ``{alias}-v{TEMPLATE_VERSION}-{timestamp}``, so a mapping change is a reindex plus one atomic alias
-swap, invisible to readers. Writes wait for a refresh (``refresh=wait_for``; deletes ``refresh=true``)
-so that a finished ingest is searchable, as with the embedded backend.
+swap, invisible to readers. An index that needs one (an older template version, or other languages
+than ``RAG_LANGUAGES``) is refused on startup rather than half used: its searches would read fields
+analysed otherwise and ``dynamic: strict`` would reject every new chunk's language fields. Writes
+wait for a refresh (``refresh=wait_for``; deletes ``refresh=true``) so that a finished ingest is
+searchable, as with the embedded backend.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from rag_retriever.backends.base import (
     GraphOptions,
     IndexMismatchError,
 )
-from rag_retriever.records import DEFAULT_TENANT, ChunkRecord, ScoredChunk
+from rag_retriever.records import ChunkRecord, ScoredChunk
 from rag_retriever.settings import RetrieverSettings
 
 logger = logging.getLogger(__name__)
@@ -98,8 +101,10 @@ class OpenSearchBackend:
         alias onto it in one ``_aliases`` call. Returns the new index name.
 
         Stop ingestion first: writes that land in the old index after the copy started are not
-        carried over. Vectors are copied from ``_source``, so this fits a mapping or HNSW-parameter
-        change, not a new embedding model (that needs a re-ingest).
+        carried over. Vectors are copied from ``_source``, so this fits a mapping, analysis (languages)
+        or HNSW-parameter change, not a new embedding model (that needs a re-ingest). Every chunk's
+        routed language fields are made again for ``config.languages`` (``dsl.REINDEX_SCRIPT``); chunks
+        of an index from before languages have none and are found by the neutral fields.
         """
         indices = self._client.indices
         await indices.put_index_template(name=self.config.template_name, body=dsl.index_template_body(self.config))
@@ -107,7 +112,8 @@ class OpenSearchBackend:
         new = dsl.physical_index_name(self.alias, self._clock())
         await indices.create(index=new, body=dsl.create_index_body(None))
         result = await self._client.reindex(
-            body=dsl.reindex_body(self.alias, new), refresh=True, wait_for_completion=True, request_timeout=3600
+            body=dsl.reindex_body(self.alias, new, self.config.languages), refresh=True, wait_for_completion=True,
+            request_timeout=3600,
         )
         if result.get("failures"):
             raise RuntimeError(f"reindex into {new} failed: {result['failures'][:3]}")
@@ -136,7 +142,7 @@ class OpenSearchBackend:
         # A duplicate chunk id in one request is indexed twice in order, so the last one wins.
         _, errors = await async_bulk(
             self._client,
-            dsl.bulk_actions(self.alias, chunks, vectors, now),
+            dsl.bulk_actions(self.alias, chunks, vectors, now, self.config.languages),
             chunk_size=BULK_CHUNK_SIZE,
             raise_on_error=False,
             refresh="wait_for",
@@ -245,19 +251,22 @@ class OpenSearchBackend:
 
     async def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
         if k <= 0:
             return []
         body = dsl.bm25_search_body(
-            query, k, filters, access=access, with_vectors=with_vectors, with_sentence_vectors=with_sentence_vectors
+            query, k, filters, access=access, with_vectors=with_vectors, with_sentence_vectors=with_sentence_vectors,
+            fields=dsl.bm25_fields(self.config.languages, language, self.config.neutral_weight),
         )
         response = await self._client.search(index=self.alias, body=body)
         return dsl.scored_hits(response, with_vectors=with_vectors)
 
     async def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
         self._check_vector(vector)
         if k <= 0:
@@ -265,7 +274,7 @@ class OpenSearchBackend:
         pipeline = await self._ensure_pipeline(fusion)
         body = dsl.hybrid_search_body(
             query, vector, k, filters, self.config.hnsw.ef_search, access=access, with_vectors=with_vectors,
-            with_sentence_vectors=with_sentence_vectors,
+            with_sentence_vectors=with_sentence_vectors, fields=dsl.bm25_fields(self.config.languages, language, self.config.neutral_weight),
         )
         # The pipeline is what fuses: without search_pipeline the hybrid query is not normalised.
         response = await self._client.search(index=self.alias, body=body, search_pipeline=pipeline)
@@ -273,15 +282,17 @@ class OpenSearchBackend:
 
     async def graph_search(
         self, query: str, hits: list[ScoredChunk], k: int, filters: Filters | None, access: AccessFilter | None,
-        *, with_vectors: bool, ppr: bool, hop: bool, options: GraphOptions,
+        *, with_vectors: bool, ppr: bool, hop: bool, options: GraphOptions, language: str | None = None,
     ) -> tuple[list[ScoredChunk], dict[str, Any]]:
-        """``hits`` extended by the second hop, from the chunks' graph fields (``opensearch_graph``).
+        """``hits`` extended by the second hop, from the chunks' graph fields (``opensearch_graph``);
+        its follow-up searches read the fields of the query's ``language`` (as ``search_bm25``).
         No personalised PageRank here: ``ppr`` only sets ``info["ppr_unavailable"]``."""
         info: dict[str, Any] = {"ppr_unavailable": 1} if ppr else {}
         if not hop:
             return list(hits[:k]), info
         ranked, facts = await opensearch_graph.second_hop(
-            self._client, self.alias, query, hits, k, (filters, access, with_vectors), options
+            self._client, self.alias, query, hits, k, (filters, access, with_vectors), options,
+            fields=dsl.bm25_fields(self.config.languages, language, self.config.neutral_weight),
         )
         return ranked, {**info, **facts}
 
@@ -342,6 +353,13 @@ class OpenSearchBackend:
                     f"index {index} (alias {self.alias}) was built with model {meta['model_id']!r}, not "
                     f"{self.config.model_id!r}; vectors of different models are not comparable"
                 )
+            outdated = dsl.outdated_index_reason(mapping["mappings"], self.config.languages)
+            if outdated is not None:
+                raise IndexMismatchError(
+                    f"index {index} (alias {self.alias}) must be reindexed: {outdated}. Stop ingestion and run "
+                    "OpenSearchBackend.reindex_into_new_version() (docs/retriever.md, 'Changing the mapping'): "
+                    "it copies the stored vectors, no re-embedding"
+                )
             upgrade = dsl.mapping_upgrade_body(mapping["mappings"])
             if upgrade is not None:
                 await self._client.indices.put_mapping(index=index, body=upgrade)
@@ -350,15 +368,6 @@ class OpenSearchBackend:
                     "written before lack those fields until their documents are ingested again",
                     index, meta.get("template_version"), dsl.TEMPLATE_VERSION, ", ".join(upgrade["properties"]),
                 )
-                if meta.get("template_version") < dsl.ACCESS_BACKFILL_VERSION:
-                    # Without readers no search could find them: the default tenant's, readable by all of it.
-                    result = await self._client.update_by_query(
-                        index=index, body=dsl.access_backfill_body(), refresh=True, conflicts="proceed"
-                    )
-                    logger.warning(
-                        "index %s: %s chunks written before tenants are now tenant %r, readable by all of it",
-                        index, result.get("updated"), DEFAULT_TENANT,
-                    )
             elif meta.get("template_version") != dsl.TEMPLATE_VERSION:
                 logger.warning(
                     "index %s has template version %s, this code writes version %s: run reindex_into_new_version",

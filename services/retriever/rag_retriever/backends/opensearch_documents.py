@@ -13,13 +13,16 @@ from typing import Any
 import numpy as np
 
 from rag_common.identity import EVERYONE
+from rag_common.languages import normalise_text
 from rag_common.schemas import SentenceVectors
 from rag_retriever.backends.base import MAX_DOCUMENTS_PER_CONTENT, AccessFilter, ChunkWriteFailure
 from rag_retriever.backends.opensearch_index import (
     GRAPH_ENTITIES_FIELD,
     GRAPH_TITLE_FIELD,
     SENTENCE_VECTORS_FIELD,
+    TEXT_SOURCES,
     VECTOR_FIELD,
+    language_field,
 )
 from rag_retriever.backends.opensearch_queries import access_clauses
 from rag_retriever.entity_graph import chunk_node
@@ -198,12 +201,14 @@ def _keywords(value: Any) -> str | list[str] | None:
     return None
 
 
-def chunk_source(chunk: ChunkRecord, vector: np.ndarray, now: str) -> dict[str, Any]:
+def chunk_source(chunk: ChunkRecord, vector: np.ndarray, now: str, languages: Sequence[str]) -> dict[str, Any]:
     """The stored document of one chunk: its payload (every ``ChunkRecord`` field; a new one the
     mapping lacks is rejected by ``dynamic: strict`` rather than silently lost), the metadata
-    keywords, its graph fields (entities, title entity), timestamps and the vector. ``created_at`` = ``updated_at``: the ingestor replaces a
-    changed document's chunks whole, so a chunk is never updated in place."""
+    keywords, its routed language fields, its graph fields (entities, title entity), timestamps and
+    the vector. ``created_at`` = ``updated_at``: the ingestor replaces a changed document's chunks
+    whole, so a chunk is never updated in place."""
     source = {key: value for key, value in chunk.to_payload().items() if value is not None}
+    source.update(routed_texts(chunk, languages))
     for key in METADATA_KEYWORDS:
         value = _keywords(chunk.metadata.get(key))
         if value is not None:
@@ -218,12 +223,27 @@ def chunk_source(chunk: ChunkRecord, vector: np.ndarray, now: str) -> dict[str, 
     return source
 
 
+def routed_texts(chunk: ChunkRecord, languages: Sequence[str]) -> dict[str, str]:
+    """``text_<code>`` and ``title_<code>`` (non-empty ones) of a chunk whose language is one of the
+    configured ``languages``, ``normalise_text``-ed like the queries; none for any other chunk (the
+    neutral ``text`` and ``title`` find it). Kept in ``_source`` so that a reindex or an update by
+    query carries them (``opensearch_index.REINDEX_SCRIPT`` makes them again for other languages)."""
+    code = chunk.language
+    if code is None or code not in languages:
+        return {}
+    texts = {"text": chunk.text, "title": chunk.title}
+    return {language_field(source, code): normalise_text(texts[source]) for source in TEXT_SOURCES if texts[source]}
+
+
 def bulk_actions(
-    index: str, chunks: Sequence[ChunkRecord], vectors: np.ndarray, now: str
+    index: str, chunks: Sequence[ChunkRecord], vectors: np.ndarray, now: str, languages: Sequence[str]
 ) -> list[dict[str, Any]]:
     """``index`` actions (create or replace) keyed by chunk id: re-sending a chunk never duplicates it."""
     return [
-        {"_op_type": "index", "_index": index, "_id": chunk.chunk_id, "_source": chunk_source(chunk, vector, now)}
+        {
+            "_op_type": "index", "_index": index, "_id": chunk.chunk_id,
+            "_source": chunk_source(chunk, vector, now, languages),
+        }
         for chunk, vector in zip(chunks, vectors, strict=True)
     ]
 

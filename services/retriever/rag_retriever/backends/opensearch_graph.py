@@ -15,7 +15,8 @@ Per search, two requests (bodies in ``opensearch_queries``):
    title of (aggregations, no hits): which query n-grams are entities, which names are hubs
    (> ``entity_max_chunks``), and which are titles (followed first);
 2. ``follow_up_msearch_body``: the chosen follow-up BM25 searches in one ``_msearch``, each with the
-   caller's filters and access.
+   caller's filters and access, over the fields of the query's language (``bm25_fields``: a name
+   inflects as the text around it does, "României" / "România").
 
 A top passage's entities are computed from the hit itself (``entity_graph.chunk_node``, the function
 that wrote its ``graph_entities``), so the hits need no extra field.
@@ -51,10 +52,12 @@ async def second_hop(
     k: int,
     scope: tuple[Filters | None, AccessFilter | None, bool],
     options: GraphOptions,
+    *,
+    fields: Sequence[str],
 ) -> tuple[list[ScoredChunk], dict[str, Any]]:
     """``hits`` (a first pass, best first) extended by the second hop; the best ``k``, and facts for
     the response's timings. ``scope`` is what every follow-up search keeps: (filters, access,
-    with_vectors)."""
+    with_vectors); ``fields`` the BM25 fields they read (``opensearch_queries.bm25_fields``)."""
     filters, access, with_vectors = scope
     info: dict[str, Any] = {}
     if not hits:
@@ -74,7 +77,8 @@ async def second_hop(
     info["hops"] = len(follow)
     if follow:
         body = dsl.follow_up_msearch_body(
-            [name for name, _ in follow], options.hop_k, filters, access=access, with_vectors=with_vectors
+            [name for name, _ in follow], options.hop_k, filters, access=access, with_vectors=with_vectors,
+            fields=fields,
         )
         answers = dsl.msearch_hits(await client.msearch(body=body, index=alias), with_vectors=with_vectors)
         for (_, parent_score), found in zip(follow, answers, strict=True):

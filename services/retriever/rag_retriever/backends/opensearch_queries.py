@@ -14,13 +14,16 @@ from typing import Any
 
 import numpy as np
 
+from rag_common.languages import normalise_text
 from rag_retriever.backends.base import AccessFilter, Filters
 from rag_retriever.backends.opensearch_index import (
     GRAPH_ENTITIES_FIELD,
     GRAPH_TITLE_FIELD,
     SENTENCE_VECTORS_FIELD,
+    TEXT_SOURCES,
     VECTOR_FIELD,
     KnnSpace,
+    language_field,
 )
 from rag_retriever.fusion import candidates_per_list
 from rag_retriever.records import ChunkRecord, ScoredChunk
@@ -32,8 +35,10 @@ SOURCE_WITHOUT_VECTOR = {"excludes": [VECTOR_FIELD, SENTENCE_VECTORS_FIELD]}
 SOURCE_WITH_VECTOR = {"excludes": [SENTENCE_VECTORS_FIELD]}
 SOURCE_WITH_SENTENCE_VECTORS = {"excludes": [VECTOR_FIELD]}
 SOURCE_WITH_BOTH = True
-#: A title match says more about a chunk than one in its body.
-BM25_FIELDS = ["text", "title^2"]
+#: A title match says more about a chunk than one in its body (``title^2``, ``title_<code>^2``).
+FIELD_BOOSTS = {"text": "", "title": "^2"}
+#: The neutral fields, which every chunk fills.
+BM25_FIELDS = [f"{source}{FIELD_BOOSTS[source]}" for source in TEXT_SOURCES]
 #: The chunk fields stored and returned as they are (``ChunkRecord.to_payload``).
 CHUNK_FIELDS = tuple(f.name for f in fields(ChunkRecord))
 
@@ -78,9 +83,33 @@ def knn_clause(
     return {"knn": {VECTOR_FIELD: body}}
 
 
-def bm25_clause(query: str, filters: Filters | None, access: AccessFilter | None = None) -> dict[str, Any]:
-    # most_fields sums the fields' scores, like the embedded backend's BM25 over text + title.
-    match = {"multi_match": {"query": query, "fields": list(BM25_FIELDS), "type": "most_fields"}}
+def bm25_fields(languages: Sequence[str], language: str | None, neutral_weight: float = 1.0) -> list[str]:
+    """The fields a BM25 query reads: the neutral ones, and the routed ones of ``language`` when it is
+    one of the configured ``languages``; else (None: unsure, or a language not configured) those of
+    every configured language. Each field analyses the query with its own analyzer, so a wrong guess
+    only meets a consistently analysed field (measured: never below neutral alone). With a known
+    language the neutral fields weigh ``neutral_weight`` (``RETRIEVER_NEUTRAL_FIELD_WEIGHT``), as in
+    the embedded backend."""
+    known = language in languages
+    chosen = [language] if known else list(languages)
+    routed = [f"{language_field(source, code)}{FIELD_BOOSTS[source]}" for code in chosen for source in TEXT_SOURCES]
+    if not known or neutral_weight == 1.0:
+        return [*BM25_FIELDS, *routed]
+    neutral = [f"{source}^{_boost(source) * neutral_weight:g}" for source in TEXT_SOURCES]
+    return [*neutral, *routed]
+
+
+def _boost(source: str) -> float:
+    return float(FIELD_BOOSTS[source].lstrip("^") or 1)
+
+
+def bm25_clause(
+    query: str, filters: Filters | None, access: AccessFilter | None = None, *, fields: Sequence[str]
+) -> dict[str, Any]:
+    """``fields`` from ``bm25_fields``. ``most_fields`` sums their scores, like the embedded backend's
+    BM25 over its fields (measured: summing beats dis_max once the language is right). The query is
+    ``normalise_text``-ed (NFC, cedilla ş/ţ as ș/ț), as the indexed text."""
+    match = {"multi_match": {"query": normalise_text(query), "fields": list(fields), "type": "most_fields"}}
     clauses = filter_clauses(filters, access)
     # Filter context: decides membership without touching the BM25 score.
     return {"bool": {"must": [match], "filter": clauses}} if clauses else match
@@ -103,18 +132,20 @@ def dense_search_body(
 
 def bm25_search_body(
     query: str, k: int, filters: Filters | None,
-    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+    fields: Sequence[str],
 ) -> dict[str, Any]:
     return {
         "size": k,
         "_source": source_filter(with_vectors, with_sentence_vectors),
-        "query": bm25_clause(query, filters, access),
+        "query": bm25_clause(query, filters, access, fields=fields),
     }
 
 
 def hybrid_search_body(
     query: str, vector: np.ndarray, k: int, filters: Filters | None, ef_search: int,
-    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+    *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+    fields: Sequence[str],
 ) -> dict[str, Any]:
     """Sent with ``search_pipeline=<pipeline_name>``; without it OpenSearch would not fuse at all.
 
@@ -134,7 +165,7 @@ def hybrid_search_body(
                 # Order matters: the pipeline's weights are [dense, bm25].
                 "queries": [
                     knn_clause(vector, candidates, filters, ef_search, access),
-                    bm25_clause(query, filters, access),
+                    bm25_clause(query, filters, access, fields=fields),
                 ]
             }
         },
@@ -197,15 +228,16 @@ def entity_stats_from(response: Mapping[str, Any]) -> EntityCounts:
 
 
 def follow_up_msearch_body(
-    names: Sequence[str], k: int, filters: Filters | None, *, access: AccessFilter | None, with_vectors: bool
+    names: Sequence[str], k: int, filters: Filters | None,
+    *, access: AccessFilter | None, with_vectors: bool, fields: Sequence[str],
 ) -> list[dict[str, Any]]:
     """``POST {alias}/_msearch``: one BM25 search per follow-up name, each exactly ``bm25_search_body``
-    (the caller's filters and access inside), in one round trip. Header lines are empty: the index is
-    the URL's."""
+    (the caller's filters and access inside, the query's ``fields``), in one round trip. Header lines
+    are empty: the index is the URL's."""
     lines: list[dict[str, Any]] = []
     for name in names:
         lines.append({})
-        lines.append(bm25_search_body(name, k, filters, access=access, with_vectors=with_vectors))
+        lines.append(bm25_search_body(name, k, filters, access=access, with_vectors=with_vectors, fields=fields))
     return lines
 
 

@@ -113,7 +113,8 @@ export class Api {
                 else
                     reject(new ApiError(xhr.status, body.error ?? `${xhr.status} ${xhr.statusText}`));
             };
-            xhr.onerror = () => reject(new ApiError(0, "the upload failed: the server could not be reached"));
+            // Status 0: no answer at all (the page words it as "the server could not be reached").
+            xhr.onerror = () => reject(new ApiError(0, "the server could not be reached"));
             const form = new FormData();
             form.append("files", file, file.name);
             xhr.send(form);

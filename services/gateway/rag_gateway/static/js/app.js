@@ -3,7 +3,8 @@
 // server or a document says is never parsed as markup.
 import { Api, ApiError } from "./api.js";
 import { finishOidc, forgetToken, startOidc, storeToken, storedToken } from "./auth.js";
-import { abstentionText, degradedText } from "./wording.js";
+import { LocalisedError, format, localise, startLocale, text, verbatim } from "./i18n.js";
+import { abstentionText, degradedText, fileSummary } from "./wording.js";
 function $(id) {
     const element = document.getElementById(id);
     if (element === null)
@@ -16,8 +17,12 @@ function el(tag, props = {}, ...children) {
         node.className = props.className;
     if (props.text !== undefined)
         node.textContent = props.text;
+    if (props.msg !== undefined)
+        localise(node, props.msg);
     for (const [name, value] of Object.entries(props.attrs ?? {}))
         node.setAttribute(name, value);
+    for (const [name, value] of Object.entries(props.msgAttrs ?? {}))
+        localise(node, value, name);
     for (const child of children)
         node.append(child);
     return node;
@@ -33,14 +38,26 @@ function revealTurn(question, answer) {
     const bottom = answer.getBoundingClientRect().bottom - paneTop + pane.scrollTop + margin;
     pane.scrollTop = Math.max(0, bottom - top <= pane.clientHeight ? bottom - pane.clientHeight : top);
 }
+/** Where a citation is: title, section and page (the page worded in the reader's language). */
+function whereOf(citation) {
+    const parts = [citation.title || citation.source, citation.section_path.join(" › ")].filter(Boolean);
+    if (citation.page != null)
+        parts.push(el("span", { msg: text("pageNumber", { page: citation.page }) }));
+    return parts.flatMap((part, index) => (index === 0 ? [part] : [" — ", part]));
+}
+/** What went wrong, for the reader: the page's own words where it has them, else the server's text. */
 function messageOf(error) {
+    if (error instanceof LocalisedError)
+        return error.text;
+    if (error instanceof ApiError && error.status === 0)
+        return text("errorUnreachable");
     if (error instanceof ApiError && error.status === 401)
-        return "Your sign-in was not accepted or has expired. Sign in again.";
+        return text("errorSignIn");
     if (error instanceof ApiError && error.status === 403)
-        return `Not allowed: ${error.message}`;
+        return text("errorForbidden", { reason: error.message });
     if (error instanceof ApiError && error.status === 429)
-        return "Too many requests; wait a moment and try again.";
-    return error instanceof Error ? error.message : String(error);
+        return text("errorTooMany");
+    return verbatim(error instanceof Error ? error.message : String(error));
 }
 class App {
     constructor(config) {
@@ -54,7 +71,7 @@ class App {
         this.bind();
         if (this.config.auth === "off") {
             this.api = new Api(null);
-            await this.enter("local user (authentication off)");
+            await this.enter(text("whoLocal"));
             return;
         }
         try {
@@ -68,12 +85,13 @@ class App {
         }
         const stored = storedToken();
         if (stored === null) {
-            this.showSignIn("");
+            this.showSignIn(null);
             return;
         }
         this.api = new Api(stored.token);
         try {
-            await this.enter(stored.kind === "oidc" ? `signed in with ${this.config.oidc?.provider_name ?? "OIDC"}` : "signed in with an API key");
+            const provider = this.config.oidc?.provider_name ?? format("oidcFallbackName");
+            await this.enter(stored.kind === "oidc" ? text("whoOidc", { provider }) : text("whoKey"));
         }
         catch (error) {
             forgetToken();
@@ -81,13 +99,14 @@ class App {
         }
     }
     bind() {
+        startLocale($("language"));
         $("key-form").addEventListener("submit", (event) => {
             event.preventDefault();
             void this.signInWithKey();
         });
         if (this.config.oidc !== null) {
             const button = $("oidc-sign-in");
-            button.textContent = `Sign in with ${this.config.oidc.provider_name}`;
+            localise(button, text("signInWith", { provider: this.config.oidc.provider_name }));
             const oidc = this.config.oidc;
             button.addEventListener("click", () => void startOidc(oidc));
             $("oidc").hidden = false;
@@ -128,7 +147,7 @@ class App {
         $("chat-page").hidden = true;
         $("documents-page").hidden = true;
         $("nav").hidden = true;
-        $("sign-in-error").textContent = error;
+        localise($("sign-in-error"), error);
         $("api-key").focus();
     }
     async signInWithKey() {
@@ -138,18 +157,18 @@ class App {
             return;
         this.api = new Api(key);
         try {
-            await this.enter("signed in with an API key");
+            await this.enter(text("whoKey"));
             storeToken(key, "api-key");
             input.value = "";
         }
         catch (error) {
-            $("sign-in-error").textContent = messageOf(error);
+            localise($("sign-in-error"), messageOf(error));
         }
     }
     /** Signed in: the conversation list is the first request, so a refused credential fails here. */
     async enter(who) {
         await this.loadConversations();
-        $("who").textContent = who;
+        localise($("who"), who);
         $("sign-in").hidden = true;
         $("nav").hidden = false;
         this.showPage("chat");
@@ -171,19 +190,20 @@ class App {
         const list = $("conversations");
         list.replaceChildren(...conversations.map((c) => this.conversationItem(c)));
         if (conversations.length === 0)
-            list.append(el("li", { className: "hint", text: "No conversations yet." }));
+            list.append(el("li", { className: "hint", msg: "noConversations" }));
     }
     conversationItem(summary) {
         const open = el("button", {
             className: "open",
-            text: summary.title || "(untitled)",
+            ...(summary.title ? { text: summary.title } : { msg: "untitled" }),
             attrs: { type: "button", title: summary.title },
         });
         open.addEventListener("click", () => void this.openConversation(summary.conversation_id));
         const remove = el("button", {
             className: "delete",
             text: "×",
-            attrs: { type: "button", "aria-label": `Delete conversation: ${summary.title}` },
+            attrs: { type: "button" },
+            msgAttrs: { "aria-label": text("deleteConversation", { title: summary.title }) },
         });
         remove.addEventListener("click", () => void this.deleteConversation(summary));
         const item = el("li", { attrs: { "data-conversation": summary.conversation_id } }, open, remove);
@@ -199,7 +219,7 @@ class App {
     newChat() {
         this.conversationId = null;
         this.turnCount = 0;
-        $("messages").replaceChildren(el("p", { className: "hint", text: "Ask a question about your organisation's documents. Answers cite their sources: select a [n] marker to see the sentence it comes from." }));
+        $("messages").replaceChildren(el("p", { className: "hint", msg: "newChatHint" }));
         this.closeSource();
         this.markCurrent();
         $("question").focus();
@@ -214,10 +234,10 @@ class App {
             let question = null;
             let bubble = null;
             for (const [index, turn] of conversation.turns.entries()) {
-                question = el("div", { className: "message user", text: turn.message });
+                question = el("div", { className: "message user", text: turn.message, attrs: turn.language ? { lang: turn.language } : {} });
                 bubble = el("div", { className: "message assistant" });
                 messages.append(question, bubble);
-                this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained }, index);
+                this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained, language: turn.language ?? null }, index);
             }
             this.closeSource();
             this.markCurrent();
@@ -231,7 +251,7 @@ class App {
         }
     }
     async deleteConversation(summary) {
-        if (!confirm(`Delete the conversation "${summary.title}"?`))
+        if (!confirm(format(text("confirmDeleteConversation", { title: summary.title }))))
             return;
         try {
             await this.api.deleteConversation(summary.conversation_id);
@@ -245,8 +265,8 @@ class App {
         await this.loadConversations();
         $("new-chat").focus();
     }
-    notice(text) {
-        $("messages").append(el("p", { className: "error", text, attrs: { role: "alert" } }));
+    notice(message) {
+        $("messages").append(el("p", { className: "error", msg: message, attrs: { role: "alert" } }));
     }
     // ------------------------------------------------------------------ asking
     async ask() {
@@ -263,7 +283,7 @@ class App {
         messages.append(question);
         const bubble = el("div", { className: "message assistant streaming", attrs: { "aria-busy": "true" } });
         const answer = el("div", { className: "answer" });
-        const status = el("p", { className: "meta-line", text: "Searching the documents…" });
+        const status = el("p", { className: "meta-line", msg: "searching" });
         bubble.append(answer, status);
         messages.append(bubble);
         revealTurn(question, bubble);
@@ -273,7 +293,7 @@ class App {
                 switch (event.event) {
                     case "meta":
                         this.conversationId = event.data.conversation_id;
-                        status.textContent = event.data.intent === "rag" ? "Checking the answer against the sources…" : "";
+                        localise(status, event.data.intent === "rag" ? "checking" : null);
                         break;
                     case "token":
                         answer.append(event.data.text);
@@ -284,12 +304,16 @@ class App {
                         final = event.data;
                         break;
                     case "error":
-                        throw new ApiError(event.data.status, `${event.data.error}${event.data.stage ? ` (stage: ${event.data.stage})` : ""}`);
+                        if (event.data.stage)
+                            throw new LocalisedError(text("streamError", { error: event.data.error, stage: event.data.stage }));
+                        throw new ApiError(event.data.status, event.data.error);
                 }
             });
             if (final === null)
-                throw new Error("the answer stream ended early; please ask again");
+                throw new LocalisedError(text("streamEndedEarly"));
             const response = final;
+            if (response.language)
+                question.lang = response.language;
             this.conversationId = response.conversation_id;
             this.renderAnswer(bubble, response, this.turnCount);
             revealTurn(question, bubble);
@@ -301,7 +325,7 @@ class App {
             bubble.classList.remove("streaming");
             bubble.removeAttribute("aria-busy");
             status.remove();
-            bubble.append(el("p", { className: "error", text: `No answer: ${messageOf(error)}`, attrs: { role: "alert" } }));
+            bubble.append(el("p", { className: "error", msg: text("noAnswer", { reason: messageOf(error) }), attrs: { role: "alert" } }));
             revealTurn(question, bubble);
         }
         finally {
@@ -315,7 +339,9 @@ class App {
         bubble.classList.remove("streaming");
         bubble.removeAttribute("aria-busy");
         const byId = new Map(response.citations.map((c) => [c.id, c]));
-        const answer = el("div", { className: "answer" });
+        // In the question's language when the service says which (for screen readers); the chrome around it
+        // stays in the page's.
+        const answer = el("div", { className: "answer", attrs: response.language ? { lang: response.language } : {} });
         // "[n]" markers become buttons that open the cited sentence.
         const parts = response.answer.split(/(\[\d+\])/);
         for (const part of parts) {
@@ -329,38 +355,37 @@ class App {
         const children = [answer];
         const conversationId = this.conversationId;
         if (response.abstained) {
-            children.push(el("div", { className: "notice abstained", attrs: { role: "note" } }, el("strong", { text: "No answer from the documents. " }), abstentionText(response.abstain_reason ?? "", response.answerability ?? null, response.intent ?? "rag")));
+            const reason = abstentionText(response.abstain_reason ?? "", response.answerability ?? null, response.intent ?? "rag");
+            children.push(el("div", { className: "notice abstained", attrs: { role: "note" } }, el("strong", { msg: "noAnswerFromDocuments" }), ...reason.flatMap((part) => [" ", el("span", { msg: part })])));
         }
         if (response.degraded && response.degraded.length > 0) {
-            const details = el("details", {}, el("summary", { text: "Technical details" }), ...response.degraded.map((d) => el("div", { text: d })));
-            children.push(el("div", { className: "notice degraded", attrs: { role: "note" } }, el("strong", { text: "Answered in a reduced mode. " }), response.degraded.map(degradedText).join(" "), details));
+            const details = el("details", {}, el("summary", { msg: "technicalDetails" }), ...response.degraded.map((d) => el("div", { text: d })));
+            children.push(el("div", { className: "notice degraded", attrs: { role: "note" } }, el("strong", { msg: "reducedMode" }), ...response.degraded.flatMap((entry) => [" ", el("span", { msg: degradedText(entry) })]), details));
         }
         if (response.citations.length > 0) {
-            const sources = el("ol", { className: "sources", attrs: { "aria-label": "Sources" } });
+            const sources = el("ol", { className: "sources", msgAttrs: { "aria-label": "sources" } });
             for (const citation of response.citations) {
-                const where = [citation.title || citation.source, citation.section_path.join(" › "), citation.page != null ? `page ${citation.page}` : ""]
-                    .filter(Boolean).join(" — ");
                 const quote = citation.quote.length > 90 ? `${citation.quote.slice(0, 89).trimEnd()}…` : citation.quote;
-                const item = el("li", { attrs: { value: String(citation.id) } }, this.citeButton(citation, quote ? `“${quote}”` : where), el("span", { className: "where", text: quote ? ` ${where}` : "" }));
+                const item = el("li", { attrs: { value: String(citation.id) } }, this.citeButton(citation, quote ? `“${quote}”` : whereOf(citation)), el("span", { className: "where" }, ...(quote ? [" ", ...whereOf(citation)] : [])));
                 sources.append(item);
             }
             children.push(sources);
         }
         if (response.answer_mode) {
-            const mode = response.answer_mode === "extractive" ? "quoted from the sources" : "written from the sources and checked";
-            children.push(el("p", { className: "meta-line", text: `Answer ${mode}.` }));
+            const mode = response.answer_mode === "extractive" ? "answerExtractive" : "answerGenerative";
+            children.push(el("p", { className: "meta-line", msg: mode }));
         }
         if (conversationId !== null)
             children.push(this.feedbackControls(conversationId, turnIndex));
         bubble.replaceChildren(...children);
     }
     citeButton(citation, label) {
-        const isMarker = /^\[\d+\]$/.test(label);
+        const isMarker = typeof label === "string" && /^\[\d+\]$/.test(label);
         const button = el("button", {
             className: isMarker ? "cite" : "source-link",
-            text: label,
-            attrs: { type: "button", "aria-label": `Source ${citation.id}: ${citation.title || citation.source}`, "data-cite": String(citation.id) },
-        });
+            attrs: { type: "button", "data-cite": String(citation.id) },
+            msgAttrs: { "aria-label": text("citeLabel", { id: String(citation.id), title: citation.title || citation.source }) },
+        }, ...(typeof label === "string" ? [label] : label));
         const conversationId = this.conversationId;
         button.addEventListener("click", () => void this.openSource(conversationId, citation));
         return button;
@@ -369,36 +394,37 @@ class App {
     async openSource(conversationId, citation) {
         const panel = $("source-panel");
         const meta = $("source-meta");
-        const text = $("source-text");
-        $("source-title").textContent = citation.title || citation.source || "Source";
+        const body = $("source-text");
+        const title = citation.title || citation.source;
+        localise($("source-title"), title ? verbatim(title) : "source");
         const rows = [];
         if (citation.section_path.length)
-            rows.push(["Section", citation.section_path.join(" › ")]);
+            rows.push(["section", citation.section_path.join(" › ")]);
         if (citation.page != null)
-            rows.push(["Page", String(citation.page)]);
+            rows.push(["page", String(citation.page)]);
         if (citation.source)
-            rows.push(["Source", citation.source]);
-        meta.replaceChildren(...rows.flatMap(([term, value]) => [el("dt", { text: term }), el("dd", { text: value })]));
-        text.replaceChildren(el("p", { className: "hint", text: "Loading the source…" }));
+            rows.push(["source", citation.source]);
+        meta.replaceChildren(...rows.flatMap(([term, value]) => [el("dt", { msg: term }), el("dd", { text: value })]));
+        body.replaceChildren(el("p", { className: "hint", msg: "loadingSource" }));
         panel.hidden = false;
         $("chat-page").classList.add("with-source");
         panel.focus();
         try {
             if (conversationId === null)
-                throw new Error("this answer is not part of a stored conversation");
+                throw new LocalisedError(text("notStored"));
             const source = await this.api.source(conversationId, citation.chunk_id);
             const { start, end } = citation;
             if (start != null && end != null && end <= source.text.length && start < end) {
                 const mark = el("mark", { text: source.text.slice(start, end), attrs: { id: "cited-sentence" } });
-                text.replaceChildren(source.text.slice(0, start), mark, source.text.slice(end));
+                body.replaceChildren(source.text.slice(0, start), mark, source.text.slice(end));
                 mark.scrollIntoView({ block: "center" });
             }
             else {
-                text.replaceChildren(source.text, el("p", { className: "hint", text: `Cited: “${citation.quote}”` }));
+                body.replaceChildren(source.text, el("p", { className: "hint", msg: text("cited", { quote: citation.quote }) }));
             }
         }
         catch (error) {
-            text.replaceChildren(el("p", { className: "error", text: `The source text is not available: ${messageOf(error)}` }), el("p", { text: `Cited sentence: “${citation.quote}”` }));
+            body.replaceChildren(el("p", { className: "error", msg: text("sourceUnavailable", { reason: messageOf(error) }) }), el("p", { msg: text("citedSentence", { quote: citation.quote }) }));
         }
     }
     closeSource() {
@@ -411,10 +437,14 @@ class App {
     }
     // ------------------------------------------------------------------ feedback
     feedbackControls(conversationId, turnIndex) {
-        const up = el("button", { text: "▲ Good", attrs: { type: "button", "aria-label": "Good answer", "aria-pressed": "false", "data-rating": "up" } });
-        const down = el("button", { text: "▼ Bad", attrs: { type: "button", "aria-label": "Bad answer", "aria-pressed": "false", "data-rating": "down" } });
-        const comment = el("input", { attrs: { type: "text", "aria-label": "Comment on this answer (optional)", placeholder: "Comment (optional)", maxlength: "2000" } });
-        const send = el("button", { text: "Send feedback", attrs: { type: "button" } });
+        const rate = (rating) => ({ type: "button", "aria-pressed": "false", "data-rating": rating });
+        const up = el("button", { msg: "good", attrs: rate("up"), msgAttrs: { "aria-label": "goodAnswer" } });
+        const down = el("button", { msg: "bad", attrs: rate("down"), msgAttrs: { "aria-label": "badAnswer" } });
+        const comment = el("input", {
+            attrs: { type: "text", maxlength: "2000" },
+            msgAttrs: { "aria-label": "commentLabel", placeholder: "commentPlaceholder" },
+        });
+        const send = el("button", { msg: "sendFeedback", attrs: { type: "button" } });
         const status = el("span", { className: "status", attrs: { role: "status" } });
         let rating = null;
         const choose = (chosen) => {
@@ -435,45 +465,49 @@ class App {
             send.disabled = true;
             try {
                 await this.api.feedback(conversationId, turnIndex, rating, comment.value.trim() || null);
-                status.textContent = "Thank you for your feedback.";
+                localise(status, "feedbackThanks");
                 comment.hidden = true;
                 send.hidden = true;
             }
             catch (error) {
-                status.textContent = error instanceof ApiError && (error.status === 404 || error.status === 405)
-                    ? "Feedback is not available on this server."
-                    : `Feedback not sent: ${messageOf(error)}`;
+                localise(status, error instanceof ApiError && (error.status === 404 || error.status === 405)
+                    ? "feedbackUnavailable"
+                    : text("feedbackNotSent", { reason: messageOf(error) }));
                 send.disabled = false;
             }
         });
-        return el("div", { className: "feedback", attrs: { role: "group", "aria-label": "Rate this answer" } }, up, down, comment, send, status);
+        return el("div", { className: "feedback", attrs: { role: "group" }, msgAttrs: { "aria-label": "rateAnswer" } }, up, down, comment, send, status);
     }
     // ------------------------------------------------------------------ documents
     async loadDocuments() {
         const body = $("documents").querySelector("tbody");
-        $("documents-error").textContent = "";
+        localise($("documents-error"), null);
         try {
             const { documents } = await this.api.documents();
             body.replaceChildren(...documents.map((doc) => {
-                const remove = el("button", { text: "Delete", attrs: { type: "button", "aria-label": `Delete ${doc.title || doc.doc_id}` } });
+                const remove = el("button", {
+                    msg: "delete",
+                    attrs: { type: "button" },
+                    msgAttrs: { "aria-label": text("deleteDocument", { name: doc.title || doc.doc_id }) },
+                });
                 remove.addEventListener("click", () => void this.deleteDocument(doc.doc_id, doc.title || doc.doc_id));
                 return el("tr", { attrs: { "data-doc": doc.doc_id } }, el("td", { text: doc.title || doc.doc_id }), el("td", { text: doc.source }), el("td", { text: String(doc.chunks) }), el("td", {}, remove));
             }));
             if (documents.length === 0)
-                body.append(el("tr", {}, el("td", { text: "No documents yet.", attrs: { colspan: "4" } })));
+                body.append(el("tr", {}, el("td", { msg: "noDocuments", attrs: { colspan: "4" } })));
         }
         catch (error) {
-            $("documents-error").textContent = messageOf(error);
+            localise($("documents-error"), messageOf(error));
         }
     }
     async deleteDocument(docId, name) {
-        if (!confirm(`Delete the document "${name}" from the index?`))
+        if (!confirm(format(text("confirmDeleteDocument", { name }))))
             return;
         try {
             await this.api.deleteDocument(docId);
         }
         catch (error) {
-            $("documents-error").textContent = messageOf(error);
+            localise($("documents-error"), messageOf(error));
         }
         await this.loadDocuments();
     }
@@ -495,38 +529,29 @@ class App {
         const total = files.reduce((sum, file) => sum + Math.max(file.size, 1), 0);
         let done = 0;
         for (const [index, file] of files.entries()) {
-            label.textContent = `Uploading ${file.name} (${index + 1} of ${files.length})…`;
-            const result = el("td", { text: "uploading…" });
+            localise(label, text("uploadingFile", { file: file.name, index: index + 1, total: files.length }));
+            const result = el("td", { msg: "uploadingShort" });
             rows.append(el("tr", {}, el("td", { text: file.name }), result));
             try {
                 const response = await this.api.upload(file, (fraction) => {
                     progress.value = Math.round(((done + fraction * Math.max(file.size, 1)) / total) * 100);
                 });
-                result.textContent = fileSummary(response);
+                localise(result, fileSummary(response));
                 if (response.failed.length > 0)
                     result.classList.add("failed");
             }
             catch (error) {
-                result.textContent = `failed: ${messageOf(error)}`;
+                localise(result, text("uploadFailed", { reason: messageOf(error) }));
                 result.classList.add("failed");
             }
             done += Math.max(file.size, 1);
             progress.value = Math.round((done / total) * 100);
         }
-        label.textContent = `Done: ${files.length} file${files.length === 1 ? "" : "s"}.`;
+        localise(label, text("uploadDone", { count: files.length }));
         button.disabled = false;
         input.value = "";
         await this.loadDocuments();
     }
-}
-function fileSummary(response) {
-    if (response.failed.length > 0)
-        return `failed: ${response.failed.map((f) => f.reason).join("; ")}`;
-    if (response.skipped > 0 && response.documents === 0)
-        return "unchanged (already indexed)";
-    const chunks = `${response.chunks} chunk${response.chunks === 1 ? "" : "s"}`;
-    const docs = response.documents === 1 ? "" : ` in ${response.documents} documents`;
-    return `indexed: ${chunks}${docs}${response.skipped > 0 ? `, ${response.skipped} unchanged` : ""}`;
 }
 async function main() {
     let config;

@@ -1,6 +1,7 @@
 // Sign-in: an API key typed by the user, or the configured OIDC provider (authorization code with
 // PKCE, as a public client: no secret in the page). The credential lives in sessionStorage, so it
 // is gone when the tab closes; the strict CSP (no inline or foreign script) guards it meanwhile.
+import { LocalisedError, text } from "./i18n.js";
 const TOKEN = "rag.token";
 const KIND = "rag.token-kind";
 const PKCE = "rag.oidc-pkce";
@@ -56,14 +57,14 @@ export async function finishOidc(config) {
         return null;
     history.replaceState(null, "", "/");
     if (error)
-        throw new Error(`the provider refused the sign-in: ${params.get("error_description") ?? error}`);
+        throw new LocalisedError(text("oidcRefused", { reason: params.get("error_description") ?? error }));
     const saved = sessionStorage.getItem(PKCE);
     sessionStorage.removeItem(PKCE);
     if (config === null || saved === null)
-        throw new Error("no sign-in was started from this tab");
+        throw new LocalisedError(text("oidcNotStarted"));
     const { verifier, state } = JSON.parse(saved);
     if (params.get("state") !== state)
-        throw new Error("the sign-in answer does not match the request (state)");
+        throw new LocalisedError(text("oidcStateMismatch"));
     const response = await fetch(config.token_url, {
         method: "POST",
         headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -76,10 +77,10 @@ export async function finishOidc(config) {
         }).toString(),
     });
     if (!response.ok)
-        throw new Error(`the provider did not issue a token (${response.status})`);
+        throw new LocalisedError(text("oidcNoToken", { status: String(response.status) }));
     const tokens = (await response.json());
     const token = tokens.access_token ?? tokens.id_token;
     if (!token)
-        throw new Error("the provider's answer holds no token");
+        throw new LocalisedError(text("oidcEmptyToken"));
     return token;
 }

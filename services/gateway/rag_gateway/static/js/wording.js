@@ -1,31 +1,48 @@
-// What the answer's flags mean, in plain words for the reader (not the operator).
+// What the answer's flags and an upload's outcome mean, in plain words for the reader (not the
+// operator), as messages of the reader's language (messages-*.ts).
+import { text } from "./i18n.js";
 const ABSTENTIONS = {
-    not_answerable: "The documents found do not seem to answer this question.",
-    no_passages: "No document matched the question.",
-    no_evidence: "The documents found hold nothing that supports an answer.",
-    no_supported_claim: "No statement could be backed by a cited source.",
-    model_abstained: "The model found no answer in the sources.",
-    invalid_output: "The model's answer could not be checked against the sources, so it is not shown.",
-    out_of_scope: "This question is outside what the documents cover.",
-    generator_unavailable: "The answering service is unavailable right now.",
+    not_answerable: "abstainNotAnswerable",
+    no_passages: "abstainNoPassages",
+    no_evidence: "abstainNoEvidence",
+    no_supported_claim: "abstainNoSupportedClaim",
+    model_abstained: "abstainModel",
+    invalid_output: "abstainInvalidOutput",
+    out_of_scope: "abstainOutOfScope",
+    generator_unavailable: "abstainGeneratorUnavailable",
 };
+/** The reason, the estimated chance when the gate judged it, and what the reader can do: one message each. */
 export function abstentionText(reason, answerability, intent) {
-    let text = ABSTENTIONS[reason] ?? (intent === "out_of_scope" ? ABSTENTIONS["out_of_scope"] : "No supported answer was found.");
+    const key = ABSTENTIONS[reason] ?? (intent === "out_of_scope" ? "abstainOutOfScope" : "abstainOther");
+    const parts = [text(key)];
     if (answerability !== null && reason === "not_answerable") {
-        text += ` (Estimated chance the documents answer it: ${Math.round(answerability * 100)}%.)`;
+        parts.push(text("answerability", { percent: Math.round(answerability * 100) }));
     }
-    return `${text} Try rephrasing, or check that the right documents are uploaded.`;
+    parts.push(text("tryRephrasing"));
+    return parts;
 }
 const STAGES = [
-    ["refiner", "The question rewriter was unavailable, so your message was searched with the previous question appended."],
-    ["reranker", "The ranking service was unavailable, so sources are in search order."],
-    ["generator", "The answer writer was unavailable, so the best-matching sentences are quoted."],
-    ["llm", "The language model was busy or unavailable, so the best-matching sentences are quoted."],
+    ["refiner", "degradedRefiner"],
+    ["reranker", "degradedReranker"],
+    ["generator", "degradedGenerator"],
+    ["llm", "degradedLlm"],
 ];
 export function degradedText(entry) {
     const lowered = entry.toLowerCase();
-    for (const [stage, text] of STAGES)
+    for (const [stage, key] of STAGES)
         if (lowered.startsWith(stage))
-            return text;
-    return "A step was skipped to keep answering.";
+            return key;
+    return "degradedOther";
+}
+/** One uploaded file's line in the summary. */
+export function fileSummary(response) {
+    if (response.failed.length > 0)
+        return text("uploadFailed", { reason: response.failed.map((f) => f.reason).join("; ") });
+    if (response.skipped > 0 && response.documents === 0)
+        return text("unchangedAlreadyIndexed");
+    return text("indexed", {
+        chunks: text("chunkCount", { count: response.chunks }),
+        documents: response.documents === 1 ? "" : text("inDocuments", { count: response.documents }),
+        unchanged: response.skipped > 0 ? text("unchangedCount", { count: response.skipped }) : "",
+    });
 }

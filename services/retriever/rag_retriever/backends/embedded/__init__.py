@@ -3,6 +3,7 @@
 ``EmbeddedIndex`` (``index``) is the synchronous engine; ``EmbeddedBackend`` (``backend``) is the
 async ``SearchBackend`` over it. One module per part of the index:
 
+- ``analyzers``: the text fields (neutral, and one pair per configured language) and their analyzers;
 - ``text_index``: the tantivy schema, a chunk as a document, every query (BM25, filters, access);
 - ``vector_graph``: the hnswlib graph, its file, its repair and the background re-link sweep;
 - ``access_map``: label -> (tenant, readers) of the live chunks, the ANN search's filter;

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from rag_common.languages import LanguageIdentifier
 from rag_common.schemas import DocumentInfo, SentenceVectors
 from rag_retriever.backends.base import AccessFilter, Filters, FusionCandidates, FusionSettings, GraphOptions, HnswParams
 from rag_retriever.backends.embedded.index import EmbeddedIndex
@@ -27,8 +28,16 @@ from rag_retriever.records import ChunkRecord, ScoredChunk
 class EmbeddedBackend:
     """``SearchBackend`` over an ``EmbeddedIndex``: its blocking calls run in worker threads."""
 
-    def __init__(self, index_dir: str | Path, dim: int, hnsw: HnswParams, *, model_id: str = "") -> None:
-        self.index = EmbeddedIndex(index_dir, dim, hnsw, model_id=model_id)
+    def __init__(
+        self, index_dir: str | Path, dim: int, hnsw: HnswParams, *, model_id: str = "",
+        languages: Collection[str] | None = None, identifier: LanguageIdentifier | None = None,
+        neutral_weight: float = 1.0,
+    ) -> None:
+        """``languages``, ``identifier``, ``neutral_weight``: as ``EmbeddedIndex`` takes them."""
+        self.index = EmbeddedIndex(
+            index_dir, dim, hnsw, model_id=model_id, languages=languages, identifier=identifier,
+            neutral_weight=neutral_weight,
+        )
 
     async def upsert(self, chunks: list[ChunkRecord], vectors: np.ndarray) -> None:
         await asyncio.to_thread(self.index.upsert, chunks, vectors)
@@ -86,21 +95,24 @@ class EmbeddedBackend:
 
     async def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
         return await asyncio.to_thread(
-            self.index.search_bm25, query, k, filters, access=access, with_vectors=with_vectors
+            self.index.search_bm25, query, k, filters, access=access, with_vectors=with_vectors, language=language
         )
 
     async def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
         if fusion.method == "z_score":
             raise ValueError("the embedded backend fuses with min_max or rrf; z_score needs the opensearch backend")
         # One thread hop: both lists, fused by label, then only the winners' documents read.
         return await asyncio.to_thread(
-            self.index.search_hybrid, query, vector, k, filters, fusion, access=access, with_vectors=with_vectors
+            self.index.search_hybrid, query, vector, k, filters, fusion, access=access, with_vectors=with_vectors,
+            language=language,
         )
 
     async def graph_search(
@@ -114,14 +126,15 @@ class EmbeddedBackend:
 
     async def fusion_candidates(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, access: AccessFilter | None,
-        *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float,
+        *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float, language: str | None = None,
     ) -> FusionCandidates:
         """Learned fusion's candidates: the two lists hybrid search fuses (same depth, searched
-        concurrently, access inside each), then the graph's additions and every candidate's signals."""
+        concurrently, access inside each; BM25 analysed for ``language``), then the graph's additions
+        and every candidate's signals."""
         candidates = candidates_per_list(k)
         dense, bm25 = await asyncio.gather(
             self.search_dense(vector, candidates, filters, access=access, with_vectors=with_vectors),
-            self.search_bm25(query, candidates, filters, access=access, with_vectors=with_vectors),
+            self.search_bm25(query, candidates, filters, access=access, with_vectors=with_vectors, language=language),
         )
         return await asyncio.to_thread(
             self.index.fusion_candidates, query, dense, bm25, k, filters, access,

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import tantivy
 
+from rag_common.languages import LANGUAGES, LanguageIdentifier
 from rag_common.schemas import DocumentInfo, SentenceVectors
 from rag_retriever.backends.base import AccessFilter, Filters, FusionCandidates, FusionSettings, GraphOptions, HnswParams
 from rag_retriever.backends.embedded import on_disk
@@ -61,9 +62,15 @@ class EmbeddedIndex:
         hnsw: HnswParams,
         *,
         model_id: str = "",
+        languages: Collection[str] | None = None,
+        identifier: LanguageIdentifier | None = None,
+        neutral_weight: float = 1.0,
     ) -> None:
         """``hnsw``: ``HnswParams.of(settings)``; ``model_id``: the embedder's, checked against the
-        index's ``meta.json`` (empty: not checked)."""
+        index's ``meta.json`` (empty: not checked); ``languages``: the configured ``RAG_LANGUAGES``,
+        each with its own lexical fields (None: every supported one, as that setting's default); an
+        index made for others is re-analysed on open, its chunks without a language identified by
+        ``identifier`` (None: they stay neutral)."""
         if dim <= 0:
             raise ValueError(f"dim must be positive, got {dim}")
         self.index_dir = Path(index_dir)
@@ -79,13 +86,17 @@ class EmbeddedIndex:
         self.index_dir.mkdir(parents=True, exist_ok=True)
         meta = on_disk.read_meta(self.index_dir)
         on_disk.check_meta(self.index_dir, meta, dim, model_id)
-        self._meta = on_disk.IndexMeta(self.index_dir, dim, model_id, meta)
-        schema = on_disk.current_schema()
-        on_disk.finish_or_undo_upgrade(self.index_dir, meta)
-        old_format = on_disk.format_to_upgrade(meta)
+        lexical = on_disk.current_fields(sorted(set(LANGUAGES if languages is None else languages)))
+        self._meta = on_disk.IndexMeta(self.index_dir, dim, model_id, meta, lexical.languages)
+        on_disk.finish_or_undo_upgrade(self.index_dir, meta, lexical.languages)
+        old_format = on_disk.format_to_upgrade(meta, lexical.languages)
         if old_format is not None:
-            on_disk.upgrade_tantivy(self.index_dir, old_format, self._write_meta)
-        self._text = TextIndex(self.index_dir / on_disk.TANTIVY_DIR, schema, self.index_dir)
+            on_disk.upgrade_tantivy(self.index_dir, old_format, lexical, identifier, self._write_meta)
+        # neutral_weight: RETRIEVER_NEUTRAL_FIELD_WEIGHT, handed in by the runtime (1.0: unweighted, tools and tests).
+        self._text = TextIndex(
+            self.index_dir / on_disk.TANTIVY_DIR, on_disk.current_schema(lexical), lexical, self.index_dir,
+            neutral_weight,
+        )
         self._vectors = VectorGraph(self.index_dir, dim, hnsw)
         self._entities = EntityGraphUpkeep(self.index_dir)
         self._access = AccessMap()
@@ -330,12 +341,14 @@ class EmbeddedIndex:
 
     def search_bm25(
         self, query: str, k: int, filters: Filters | None = None,
-        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False
+        *, access: AccessFilter | None = None, with_vectors: bool = False, with_sentence_vectors: bool = False,
+        language: str | None = None,
     ) -> list[ScoredChunk]:
-        text_query = self._text.bm25_query(query, filters, access)
+        """``language``: the query's, analysed as ``LexicalFields.query_groups`` says."""
+        searcher = self._searcher()
+        text_query = self._text.bm25_query(searcher, query, filters, access, language)
         if text_query is None or k <= 0:
             return []
-        searcher = self._searcher()
         hits = searcher.search(text_query, limit=k).hits
         return [self._scored(searcher.doc(address), float(score), with_vectors) for score, address in hits]
 
@@ -352,15 +365,16 @@ class EmbeddedIndex:
 
     def search_hybrid(
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, fusion: FusionSettings,
-        *, access: AccessFilter | None = None, with_vectors: bool = False,
+        *, access: AccessFilter | None = None, with_vectors: bool = False, language: str | None = None,
     ) -> list[ScoredChunk]:
         """Fused by label before any document is read (``IndexSearch.hybrid``); the order is
         ``min_max_fusion``'s / ``rrf_fusion``'s: score, then chunk id among equal scores."""
-        text_query = self._text.bm25_query(query, filters, access)
         with self._lock:
             self._ensure_open()
+            searcher = self._text.index.searcher()
+            text_query = self._text.bm25_query(searcher, query, filters, access, language)
             found = self._search.hybrid(
-                self._text.index.searcher(), text_query, vector, k, filters, fusion, access,
+                searcher, text_query, vector, k, filters, fusion, access,
                 pending=self._pending is not None,
             )
         hits = [self._scored(document, score, with_vectors) for document, score in found]

@@ -1,5 +1,6 @@
 """The embedded index's tantivy part: the schema, a chunk as a tantivy document, every query the
-index asks (BM25, field filters, tenant and access clauses, ids and labels) and its one writer.
+index asks (BM25, field filters, tenant and access clauses, ids and labels) and its one writer. The
+text fields and their analysis per language are ``analyzers``'.
 
 Tantivy is the source of truth: every chunk is stored here together with its vector (the exact
 float32 bytes upserted, which ``with_vectors`` returns, not hnswlib's re-normalised copy) and the
@@ -20,45 +21,45 @@ import tantivy
 from tantivy import Occur, Query
 
 from rag_retriever.backends.base import AccessFilter, Filters
+from rag_retriever.backends.embedded.analyzers import LANGUAGE_FIELD, LexicalFields
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
-_KEYWORD_FIELDS = ("chunk_id", "doc_id", "source", "tenant", "content_type", "content_hash", "readers")
+_KEYWORD_FIELDS = (
+    "chunk_id", "doc_id", "source", "tenant", "content_type", "content_hash", "readers", LANGUAGE_FIELD,
+)
 #: The format that added each keyword field not in format 1.
-_FIELD_SINCE = {"content_hash": 2, "readers": 3}
+_FIELD_SINCE = {"content_hash": 2, "readers": 3, LANGUAGE_FIELD: 4}
 #: Keyword fields that aggregations read (``list_documents``, ``documents_with_content``).
 _FAST_FIELDS = ("doc_id", "content_hash")
-_TEXT_FIELDS = ("text", "title")
+#: The format whose text fields are per language (``analyzers``); before it, ``text``/``title`` in ``en_stem``.
+_LANGUAGE_FIELDS_SINCE = 4
 WRITER_HEAP_BYTES = 50_000_000
 
 
-def build_schema(format_version: int) -> tantivy.Schema:
-    """The tantivy schema of ``format_version`` (older ones lack fields; the upgrade reads them)."""
+def lexical_fields(format_version: int, languages: Collection[str]) -> LexicalFields:
+    """The text fields of ``format_version`` for the configured ``languages``."""
+    if format_version < _LANGUAGE_FIELDS_SINCE:
+        return LexicalFields.english_stemmed()
+    return LexicalFields.of(languages)
+
+
+def build_schema(format_version: int, lexical: LexicalFields) -> tantivy.Schema:
+    """The tantivy schema of ``format_version`` with the text fields ``lexical`` (older formats lack
+    fields; the upgrade re-reads their chunks)."""
     builder = tantivy.SchemaBuilder()
     for name in _KEYWORD_FIELDS:
         if _FIELD_SINCE.get(name, 1) > format_version:
             continue
         # "raw" keeps the whole value as one term: filters and deletes are exact matches.
         builder.add_text_field(name, fast=(name in _FAST_FIELDS), tokenizer_name="raw", index_option="basic")
-    for name in _TEXT_FIELDS:
-        builder.add_text_field(name, tokenizer_name="en_stem")
+    lexical.add_to_schema(builder)
     builder.add_unsigned_field("label", indexed=True, fast=True)
     builder.add_bytes_field("payload", stored=True)
     builder.add_bytes_field("vector", stored=True)
     return builder.build()
 
 
-def query_analyzer() -> tantivy.TextAnalyzer:
-    # Same chain as tantivy's built-in "en_stem", so query terms equal the indexed terms.
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
-
-
-def to_document(chunk: ChunkRecord, vector: np.ndarray, label: int) -> tantivy.Document:
+def to_document(chunk: ChunkRecord, vector: np.ndarray, label: int, lexical: LexicalFields) -> tantivy.Document:
     document = tantivy.Document()
     keywords = {
         "chunk_id": chunk.chunk_id,
@@ -73,8 +74,7 @@ def to_document(chunk: ChunkRecord, vector: np.ndarray, label: int) -> tantivy.D
             document.add_text(field, value)
     for reader in chunk.readers:
         document.add_text("readers", reader)
-    document.add_text("text", chunk.text)
-    document.add_text("title", chunk.title)
+    lexical.add_to_document(document, chunk)
     document.add_unsigned("label", label)
     document.add_bytes("payload", json.dumps(chunk.to_payload(), ensure_ascii=False).encode("utf-8"))
     document.add_bytes("vector", np.asarray(vector, dtype="<f4").tobytes())
@@ -97,13 +97,18 @@ def all_hits(searcher: tantivy.Searcher, query: tantivy.Query) -> list[tantivy.D
 
 
 class TextIndex:
-    """The tantivy index in ``path`` of ``schema``, with its one writer (whose operations stay
-    invisible until ``commit``) and the query analyzer."""
+    """The tantivy index in ``path`` of ``schema``, with its text fields and their analyzers
+    (``lexical``) and its one writer (whose operations stay invisible until ``commit``)."""
 
-    def __init__(self, path: Path, schema: tantivy.Schema, index_dir: Path) -> None:
+    def __init__(
+        self, path: Path, schema: tantivy.Schema, lexical: LexicalFields, index_dir: Path, neutral_weight: float = 1.0
+    ) -> None:
         self.schema = schema
+        self.lexical = lexical
+        self.neutral_weight = neutral_weight
         path.mkdir(exist_ok=True)
         self.index = tantivy.Index(schema, path=str(path), reuse=True)
+        lexical.register(self.index)
         try:
             self.writer = self.index.writer(heap_size=WRITER_HEAP_BYTES, num_threads=1)
         except ValueError as exc:
@@ -115,7 +120,6 @@ class TextIndex:
         # are undone. Collecting now, before any commit of ours, removes the leftovers first
         # (tests/retriever/test_retriever_crash_consistency.py, the stale-delete-file test).
         self.writer.garbage_collect_files()
-        self.analyzer = query_analyzer()
 
     # ------------------------------------------------------------------ the writer
 
@@ -130,7 +134,7 @@ class TextIndex:
         for chunk_id in chunk_ids:
             self.writer.delete_documents_by_term("chunk_id", chunk_id)
         for label, chunk, vector in zip(labels, chunks, vectors, strict=True):
-            self.writer.add_document(to_document(chunk, vector, label))
+            self.writer.add_document(to_document(chunk, vector, label, self.lexical))
 
     def close(self) -> None:
         try:
@@ -177,16 +181,20 @@ class TextIndex:
         clauses = [(Occur.Must, Query.term_set_query(self.schema, field, values)) for field, values in filters.items()]
         return Query.boolean_query(clauses)
 
-    def bm25_query(self, query: str, filters: Filters | None, access: AccessFilter | None) -> tantivy.Query | None:
-        """BM25 over text and title, restricted by the field filters and the caller's access; None
-        when the query has no term."""
+    def bm25_query(
+        self, searcher: tantivy.Searcher, query: str, filters: Filters | None, access: AccessFilter | None,
+        language: str | None = None,
+    ) -> tantivy.Query | None:
+        """BM25 over text and title (the fields ``lexical.query_groups`` names for ``language`` and
+        the languages ``searcher`` holds, scores summed), restricted by the field filters and the
+        caller's access; None when the query has no term."""
         filter_query = self.restricted(self.filter_query(filters), access)
-        terms = list(dict.fromkeys(self.analyzer.analyze(query)))
-        if not terms:
-            return None
-        text_query = Query.boolean_query(
-            [(Occur.Should, Query.term_query(self.schema, field, term)) for term in terms for field in _TEXT_FIELDS]
+        clauses = self.lexical.clauses(
+            self.schema, query, language, self.lexical.present(searcher), self.neutral_weight
         )
+        if not clauses:
+            return None
+        text_query = Query.boolean_query(clauses)
         if filter_query is not None:
             # Constant score 0: the filter decides membership and leaves the BM25 score untouched.
             text_query = Query.boolean_query(
