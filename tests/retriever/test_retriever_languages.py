@@ -60,6 +60,8 @@ def test_a_document_language_is_declared_or_identified():
         "ro", "de", "en", "ro",
     ]
     assert DocumentLanguages(IDENTIFIER, ("en",)).language_of(GERMAN, None) is None
+    # Declared but not analysed here: neutral, never a guess over the uploader's word.
+    assert DocumentLanguages(IDENTIFIER, ("en",)).language_of(ENGLISH, "de") is None
 
 
 @pytest.fixture(scope="module")

@@ -34,13 +34,13 @@ from rag_common.service import status_for
 from rag_gateway.chat_models import ChatResponse, Turn
 from rag_gateway.chat_service import StreamEvent
 
-SOURCES_HEADER = message("sources_header", None)
-REVISED_SEPARATOR = "\n\n---\n" + message("verified_answer", None) + "\n"
-
-
 def revised_separator(language: str | None) -> str:
     """What separates a streamed answer from the verified one that replaced it, in ``language``."""
     return "\n\n---\n" + message("verified_answer", language) + "\n"
+
+
+SOURCES_HEADER = message("sources_header", None)
+REVISED_SEPARATOR = revised_separator(None)
 
 
 class ContentPart(BaseModel):

@@ -21,11 +21,8 @@ class DocumentLanguages:
     analysed: tuple[str, ...]
 
     def language_of(self, text: str, declared: str | None) -> str | None:
-        """``declared`` when it is analysed here; a declared language that is not stays neutral (the
-        uploader knows better than a guess); else identified from ``text``."""
-        if declared is not None:
-            return declared if declared in self.analysed else None
-        return identify_document(self.identifier, text, self.analysed).code
+        """``declared`` when it is analysed here, else identified from ``text`` (``identify_document``)."""
+        return identify_document(self.identifier, text, self.analysed, declared=declared).code
 
     def languages_of(self, texts: Sequence[str], declared: Sequence[str | None]) -> list[str | None]:
         return [self.language_of(text, language) for text, language in zip(texts, declared, strict=True)]

@@ -53,7 +53,8 @@ def identify_document(
     identifier: LanguageIdentifier, text: str, languages: Sequence[str], *, declared: str | None = None
 ) -> LanguageGuess:
     """A document's language: ``declared`` (by the uploader or a crawl config) when it is one of
-    ``languages``, else identified from ``text`` (its first few thousand characters are plenty)."""
-    if declared is not None and declared in languages:
-        return LanguageGuess(declared, 1.0, "declared")
+    ``languages``; a declared language that is not stays neutral (the uploader knows better than a
+    guess); undeclared, identified from ``text`` (its first few thousand characters are plenty)."""
+    if declared is not None:
+        return LanguageGuess(declared if declared in languages else None, 1.0, "declared")
     return identifier.identify(text[:4000], languages)
