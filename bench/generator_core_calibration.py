@@ -11,8 +11,9 @@ seeded halves: A (fit) and B (held out). Everything chosen on A is scored on B.
   answer) overlaps a ClapNQ selected sentence (normalised, rapidfuzz ``partial_ratio`` of the
   shorter against the longer >= 90), over all answerable questions and over those whose top-5
   chunks contain a selected sentence at all; per-question latency (CPU, on whatever else the machine
-  runs). The feature weights are searched on a 720-point grid on A (the features are computed once;
-  only the weighted sum changes) and reported on B, next to cosine alone and lexical alone.
+  runs). The answerer scores with the shipped sentence scorer; its weights are no longer searched
+  here but fitted by ``ragctl fit-scorer`` (``rag_eval.sentence_scorer_fitting``, issue 32), on
+  held-out halves of XQuAD, HotpotQA and ClapNQ.
 - **Answerability gate**: ``fit_gate`` on half A's features and labels, abstention
   precision/recall/F1 and AUROC on B, against single-score baselines ("abstain when score < t", t
   fitted on A): the top hybrid score and the best sentence cosine. ``--write-gate PATH`` writes the
@@ -30,7 +31,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import itertools
 import json
 import os
 import subprocess
@@ -46,16 +46,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAG_DATASETS_DIR", str(REPO_ROOT.parent / "shared" / "datasets"))
 
 import numpy as np  # noqa: E402
-from rapidfuzz import fuzz  # noqa: E402
 
 from rag_common.embedders.factory import build_embedder  # noqa: E402
 from rag_common.schemas import Passage, SearchRequest  # noqa: E402
 from rag_common.sentences import sentence_spans  # noqa: E402
-from rag_eval.answers import fold_text  # noqa: E402
 from rag_eval.datasets import DatasetNotFound, load_dataset  # noqa: E402
 from rag_eval.datasets.types import Query  # noqa: E402
 from rag_eval.harness import EVAL_ACCESS  # noqa: E402
 from rag_eval.pipeline import open_retriever  # noqa: E402
+from rag_eval.sentence_scorer_fitting import overlaps  # noqa: E402  (the scorer's ClapNQ label, the same rule)
 from rag_generator.answerability import (  # noqa: E402
     FEATURE_NAMES,
     DEFAULT_GATE_PATH,
@@ -66,17 +65,12 @@ from rag_generator.answerability import (  # noqa: E402
 )
 from rag_generator.claim_support import Claim, ClaimSupport  # noqa: E402
 from rag_generator.settings import GeneratorSettings  # noqa: E402
-from rag_generator.extractive_answerer import (  # noqa: E402
-    DEFAULT_WEIGHTS,
-    ExtractiveAnswer,
-    ExtractiveAnswerer,
-    FeatureWeights,
-)
+from rag_generator.extractive_answerer import ExtractiveAnswer, ExtractiveAnswerer  # noqa: E402
+from rag_generator.sentence_scorer import default_scorer  # noqa: E402
 from rag_retriever.settings import RetrieverSettings  # noqa: E402
 from harness import RESULTS_DIR, describe, result_path, write_result  # noqa: E402
 
 TOP_K = 5
-GOLD_MATCH = 90.0
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -92,18 +86,6 @@ def halves(queries: Sequence[Query], seed: int) -> dict[str, str]:
         for rank, i in enumerate(order):
             half[pool[i].id] = "A" if rank < len(pool) // 2 else "B"
     return half
-
-
-def overlaps(text: str, selected: Sequence[str]) -> bool:
-    q = fold_text(text)
-    for sentence in selected:
-        s = fold_text(sentence)
-        if not q or not s:
-            continue
-        shorter, longer = (q, s) if len(q) <= len(s) else (s, q)
-        if shorter in longer or fuzz.partial_ratio(shorter, longer) >= GOLD_MATCH:
-            return True
-    return False
 
 
 def prf(abstain: np.ndarray, unanswerable: np.ndarray) -> dict[str, float | None]:
@@ -165,10 +147,8 @@ async def retrieve(
     return found, index
 
 
-def extractive_quality(
-    queries: Sequence[Query], answers: dict[str, ExtractiveAnswer], weights: FeatureWeights | None
-) -> dict[str, Any]:
-    """Gold-sentence hit rates; with ``weights``, the best sentence is re-picked under them."""
+def extractive_quality(queries: Sequence[Query], answers: dict[str, ExtractiveAnswer]) -> dict[str, Any]:
+    """Gold-sentence hit rates of the answers as the answerer chose them."""
     hits = reachable = reachable_hits = answer_hits = 0
     answerable = [q for q in queries if q.answerable]
     for query in answerable:
@@ -177,11 +157,8 @@ def extractive_quality(
         if not answer.candidates:
             continue
         reachable_here = any(overlaps(c.unit.text, selected) for c in answer.candidates)
-        if weights is None:
-            best = answer.candidates[0].unit
-            answer_hits += any(overlaps(u.text, selected) for u in answer.sentences)
-        else:
-            best = max(answer.candidates, key=lambda c: _weighted(c, weights)).unit
+        best = answer.candidates[0].unit
+        answer_hits += any(overlaps(u.text, selected) for u in answer.sentences)
         hit = overlaps(best.text, selected)
         hits += hit
         reachable += reachable_here
@@ -192,59 +169,16 @@ def extractive_quality(
         "gold_reachable": reachable,
         "best_sentence_hit_when_reachable": _r(reachable_hits / reachable) if reachable else None,
     }
-    if weights is None:
-        out["answer_hit"] = _r(answer_hits / len(answerable)) if answerable else None
-        # Per question, for paired comparisons between runs (e.g. --sentence-vectors pooled vs off).
-        out["per_question"] = {
-            q.id: [
-                int(bool(answers[q.id].candidates) and overlaps(answers[q.id].candidates[0].unit.text, q.metadata.get("selected_sentences", []))),
-                int(any(overlaps(u.text, q.metadata.get("selected_sentences", [])) for u in answers[q.id].sentences)),
-            ]
-            for q in answerable
-        }
-    return out
-
-
-def _weighted(c: Any, w: FeatureWeights) -> float:
-    return (
-        w.cosine * max(c.cosine, 0.0)
-        + w.lexical * c.lexical
-        + w.rank_prior * c.rank_prior
-        + w.position_prior * c.position_prior
-    )
-
-
-def weight_search(
-    queries: Sequence[Query], answers: dict[str, ExtractiveAnswer], half: dict[str, str]
-) -> dict[str, Any]:
-    a = [q for q in queries if half[q.id] == "A"]
-    b = [q for q in queries if half[q.id] == "B"]
-    grid = []
-    axes = ([0.4, 0.5, 0.6, 0.7, 0.8, 0.9], [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], [0.0, 0.05, 0.1, 0.2, 0.3], [0.0, 0.03, 0.06, 0.1])
-    for cos, lex, rank, pos in itertools.product(*axes):
-        total = cos + lex + rank + pos
-        w = FeatureWeights(cos / total, lex / total, rank / total, pos / total)
-        grid.append((extractive_quality(a, answers, w)["best_sentence_hit"] or 0.0, w))
-    best_a, best_w = max(grid, key=lambda item: item[0])
-    default_a = _hit(a, answers, DEFAULT_WEIGHTS)
-    cosine_only, lexical_only = FeatureWeights(1.0, 0.0, 0.0, 0.0), FeatureWeights(0.0, 1.0, 0.0, 0.0)
-    hits_a = [hit for hit, _ in grid]
-    return {
-        "grid_size": len(grid),
-        "hit_A_range": [min(hits_a), max(hits_a)],
-        "best_on_A": {"weights": _weights_dict(best_w), "hit_A": best_a, "hit_B": _hit(b, answers, best_w)},
-        "default": {"weights": _weights_dict(DEFAULT_WEIGHTS), "hit_A": default_a, "hit_B": _hit(b, answers, DEFAULT_WEIGHTS)},
-        "cosine_only": {"hit_A": _hit(a, answers, cosine_only), "hit_B": _hit(b, answers, cosine_only)},
-        "lexical_only": {"hit_A": _hit(a, answers, lexical_only), "hit_B": _hit(b, answers, lexical_only)},
+    out["answer_hit"] = _r(answer_hits / len(answerable)) if answerable else None
+    # Per question, for paired comparisons between runs (e.g. --sentence-vectors pooled vs off).
+    out["per_question"] = {
+        q.id: [
+            int(bool(answers[q.id].candidates) and overlaps(answers[q.id].candidates[0].unit.text, q.metadata.get("selected_sentences", []))),
+            int(any(overlaps(u.text, q.metadata.get("selected_sentences", [])) for u in answers[q.id].sentences)),
+        ]
+        for q in answerable
     }
-
-
-def _hit(queries: Sequence[Query], answers: dict[str, ExtractiveAnswer], weights: FeatureWeights) -> float | None:
-    return extractive_quality(queries, answers, weights)["best_sentence_hit"]
-
-
-def _weights_dict(w: FeatureWeights) -> dict[str, float]:
-    return {name: round(getattr(w, name), 4) for name in ("cosine", "lexical", "rank_prior", "position_prior")}
+    return out
 
 
 def gate_run(
@@ -360,8 +294,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "sentence_vectors": args.sentence_vectors,
         "extractive": {
             "latency_ms": describe([s * 1000 for s in latencies], digits=1),
-            "default_weights_all": extractive_quality(queries, answers, None),
-            "weight_search": weight_search(queries, answers, half),
+            "shipped_scorer_all": extractive_quality(queries, answers),
         },
     }
     provenance = {
@@ -369,7 +302,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "pipeline": f"retriever hybrid search, min_max fusion, top {TOP_K} (no cross-encoder: the reranker's "
         "default chain is skipped without a model); passage scores are min-max fused retriever scores",
         "embedder": embedder.model_id,
-        "extractive_weights": _weights_dict(DEFAULT_WEIGHTS),
+        "sentence_scorer": default_scorer().params.get("fitted_on", {}).get("command", "data/sentence_scorer.json"),
         "script": "bench/generator_core_calibration.py",
         "git_commit": _git_commit(),
         "date": dt.date.today().isoformat(),

@@ -113,7 +113,7 @@ async def index_only(
 ) -> float:
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         settings = embedded_settings(Path(tmp) / "index")
-        backend = await open_backend(settings, dim=embedder.dim, model_id=embedder.model_id)
+        backend = (await open_backend(settings, dim=embedder.dim, model_id=embedder.model_id)).backend
         try:
             started = time.perf_counter()
             # One upsert per ingest request, as the Ingestor does.

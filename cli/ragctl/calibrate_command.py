@@ -13,6 +13,7 @@ from typing import Literal
 
 from rag_eval.answer_containment import answerable_questions
 from rag_eval.calibration import (
+    MAX_ANSWERABLE_ABSTENTION,
     GateRow,
     calibrate,
     gate_report,
@@ -40,8 +41,10 @@ def run_calibration(
     *,
     limit: int | None = None,
     evaluate: bool = False,
+    max_answerable_abstention: float | None = MAX_ANSWERABLE_ABSTENTION,
 ) -> dict:
-    """``limit``: at most this many questions per class of each all-answerable dataset (seeded)."""
+    """``limit``: at most this many questions per class of each all-answerable dataset (seeded);
+    ``max_answerable_abstention``: the threshold rule's bound (``fit_gate``)."""
     datasets = [load_dataset(name) for name in dataset_names]
     for dataset in datasets:
         if not has_both_labels(dataset) and not answerable_questions(dataset):
@@ -68,10 +71,14 @@ def run_calibration(
         return summary
     results = {}
     for half in ("A", "B"):
-        origin = provenance(datasets, seed, half, embedder, dataset_args=dataset_names)
+        origin = provenance(
+            datasets, seed, half, embedder, dataset_args=dataset_names, max_answerable_abstention=max_answerable_abstention
+        )
         if limit is not None:
             origin["command"] += f" --limit {limit}"
-        params, report = calibrate(rows, halves, half, provenance=origin)
+        params, report = calibrate(
+            rows, halves, half, provenance=origin, max_answerable_abstention=max_answerable_abstention
+        )
         results[half] = report
         if half == fit_half:
             out.parent.mkdir(parents=True, exist_ok=True)

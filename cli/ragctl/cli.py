@@ -337,8 +337,10 @@ def keys_revoke(key_id: str = typer.Argument(..., help="The key id (`ragctl keys
 @app.command("calibrate")
 def calibrate_command(
     dataset: list[str] = typer.Option(
-        ["clapnq", "mtrag-un"], "--dataset", "-d", help="Datasets with answerable and unanswerable questions, or all "
-        "answerable with reference answers (xquad-ro, ...: off-topic questions from held-out documents); repeatable, pooled"
+        ["clapnq", "mtrag-un", "xquad-en", "xquad-ro", "xquad-de", "xquad-es"], "--dataset", "-d",
+        help="Datasets with answerable and unanswerable questions, or all answerable with reference answers "
+        "(xquad-ro, ...: off-topic questions from held-out documents); repeatable, pooled, each weighing the same. "
+        "Default: the shipped gate's, ClapNQ, MTRAG-UN and XQuAD's four languages",
     ),
     fit_half: str = typer.Option("A", "--fit-half", help="Fit on half A or B of the seeded per-class split; report on the other"),
     seed: int = typer.Option(0, help="Seed of the split"),
@@ -355,19 +357,80 @@ def calibrate_command(
     evaluate: bool = typer.Option(
         False, "--evaluate", help="Fit nothing, write no gate: report the served gate (GENERATOR_GATE_PATH) on every row, per dataset"
     ),
+    max_answerable_abstention: float | None = typer.Option(
+        None, "--max-answerable-abstention", min=0.001, max=1.0,
+        help="Threshold rule: the best abstention F1 among thresholds abstaining on at most this share of the "
+        "answerable questions of the fit (each dataset weighing the same); 1 = no bound. Default: "
+        "rag_eval.calibration.MAX_ANSWERABLE_ABSTENTION (0.10)",
+    ),
 ) -> None:
-    """Fit the generator's answerability gate on one half of the datasets and report it on the other half."""
+    """Fit the generator's answerability gate on one half of the datasets and report it on the other half,
+    and each dataset (each XQuAD language) with a gate fitted on the others only."""
     from ragctl.calibrate_command import run_calibration
 
     if fit_half not in ("A", "B"):
         console.print("[red]--fit-half must be A or B[/]")
         raise typer.Exit(2)
     try:
-        summary = run_calibration(dataset, fit_half, seed, out, report, index_cache, limit=limit, evaluate=evaluate)
+        summary = run_calibration(
+            dataset, fit_half, seed, out, report, index_cache, limit=limit, evaluate=evaluate,
+            **({"max_answerable_abstention": max_answerable_abstention} if max_answerable_abstention is not None else {}),
+        )
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc
     typer.echo(json.dumps(summary, indent=2))
+
+
+@app.command("fit-scorer")
+def fit_scorer_command(
+    dataset: list[str] = typer.Option(
+        ["xquad-en", "xquad-ro", "xquad-de", "xquad-es", "hotpotqa", "clapnq"], "--dataset", "-d",
+        help="Datasets with sentence labels (xquad-<language>, hotpotqa, clapnq); repeatable, each weighs the same",
+    ),
+    fit_half: str = typer.Option("A", "--fit-half", help="Fit on half A or B (by passage group); report on the other"),
+    seed: int = typer.Option(0, help="Seed of the split and of the question sample"),
+    out: Path = typer.Option(
+        REPO_ROOT / "services/generator/rag_generator/data/sentence_scorer.json", "--out",
+        help="Where the scorer's parameters are written (the extractive answerer reads them)",
+    ),
+    report: Path | None = typer.Option(None, "--report", help="Also write the held-out report (both directions) as JSON"),
+    index_cache: Path = typer.Option(REPO_ROOT / "reports" / ".index", "--index-cache", help="Reused embedded indexes"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="At most this many questions per dataset (seeded)"),
+    c: float = typer.Option(1.0, "--c", min=1e-6, help="Inverse L2 regularisation strength of the logistic model"),
+    rows: Path | None = typer.Option(None, "--rows", help="Labelled rows: read from this JSON if it exists, else computed and written there"),
+) -> None:
+    """Fit the extractive answerer's sentence scorer on one half of the datasets and report it on the other half."""
+    from ragctl.fit_scorer_command import run_fit_scorer
+
+    if fit_half not in ("A", "B"):
+        console.print("[red]--fit-half must be A or B[/]")
+        raise typer.Exit(2)
+    try:
+        summary = run_fit_scorer(dataset, fit_half, seed, out, report, index_cache, limit=limit, c=c, rows_cache=rows)  # type: ignore[arg-type]
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    typer.echo(json.dumps(summary, indent=2))
+
+
+@app.command("counterfactual")
+def counterfactual_command(
+    dataset: str = typer.Option(..., "--dataset", "-d", help="xquad-en, xquad-ro, xquad-de, xquad-es, hotpotqa, or a BEIR folder with answers.jsonl"),
+    out: Path = typer.Option(..., "--out", help="Folder to write (BEIR layout + conflicts.jsonl + manifest.json)"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="Planted questions (as many untouched controls are added)"),
+    seed: int = typer.Option(0, help="Seed of the choice of questions, false values and fit/held-out split"),
+    language: str | None = typer.Option(None, "--language", help="The questions' language (default: the dataset's; a folder needs it)"),
+) -> None:
+    """Write a counterfactual set: answering passages copied with the answer replaced by a false value of the same kind."""
+    from ragctl.counterfactual_command import run_counterfactual
+
+    try:
+        counts = run_counterfactual(dataset, out, limit=limit, seed=seed, language=language)
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from exc
+    typer.echo(json.dumps(counts, indent=2, ensure_ascii=False))
 
 
 @app.command("train-fusion")
@@ -385,16 +448,20 @@ def train_fusion_command(
     limit: int | None = typer.Option(None, "--limit", min=1, help="A fixed random sample of this many queries per dataset"),
     hard_negatives: int = typer.Option(10, min=1, help="Non-relevant candidates per question: of the first pass, and of the graph's additions"),
     drop: list[str] | None = typer.Option(None, "--drop", help="Leave a feature group out of the model (repeatable): "
-                                          "dense, bm25, hybrid, hop, ppr, entity, section"),
+                                          "dense, bm25, hybrid, hop, ppr, entity, section, language"),
+    weigh: list[str] | None = typer.Option(None, "--weigh", help="NAME=N: the dataset's questions together count as "
+                                           "N questions in training (repeatable; default: one each)"),
     ablate: bool = typer.Option(True, "--ablation/--no-ablation", help="Also the drop-one-feature-group ablation"),
     reports: Path = typer.Option(REPO_ROOT / "reports", "--reports", help="Report folder (fusion_training.{json,md})"),
 ) -> None:
-    """Train learned fusion on the datasets; report it held out (k-fold by question, leave one dataset out)."""
-    from ragctl.train_fusion_command import run_training
+    """Train learned fusion on the datasets; report it held out (k-fold by question, leave one dataset out,
+    leave one XQuAD language out)."""
+    from ragctl.train_fusion_command import parse_weights, run_training
 
     try:
         report = run_training(dataset, out, folds=folds, seed=seed, limit=limit, hard_negatives=hard_negatives,
-                              drop_groups=drop or [], reports=reports, ablate=ablate)
+                              drop_groups=drop or [], reports=reports, ablate=ablate,
+                              weigh=parse_weights(weigh or []))
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         raise typer.Exit(2) from exc

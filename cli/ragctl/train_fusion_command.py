@@ -1,19 +1,22 @@
 """``ragctl train-fusion``: extract learned fusion's features on the datasets, report the model held
-out (k-fold by question within each dataset, pooled over the datasets, and leave one dataset out),
-with the drop-one-feature-group ablation, then fit it on every question and write the parameter file
-the retriever serves (``RETRIEVER_FUSION_MODEL``)."""
+out (k-fold by question within each dataset, pooled over the datasets, leave one dataset out and, for
+XQuAD's languages, leave one language out), with the drop-one-feature-group ablation, then fit it on
+every question and write the parameter file the retriever serves (``RETRIEVER_FUSION_MODEL``).
+
+XQuAD's languages (``xquad-<code>``) are one family: translations of the same questions, which share
+their folds and are left out together by leave-one-dataset-out (``rag_eval.fusion_training``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rag_eval import fusion_training as training
-from rag_eval.datasets import load_dataset
+from rag_eval.datasets import XQUAD_LANGUAGES, load_dataset
 from rag_eval.datasets.types import Dataset
 from rag_eval.report import format_delta, headline, pretty
 from rag_eval.runner import select_queries
@@ -31,10 +34,31 @@ async def _examples(
     from rag_eval.pipeline import open_retriever
 
     queries = select_queries(dataset, limit, seed=seed, require_gold=True)
+    family, language = family_and_language(dataset.name)
     async with open_retriever(dataset, reports / ".index", embedder) as (retriever, index):
         cache = training.cache_path(reports / dataset.name, index["fingerprint"], depth, ppr=ppr)
         return await training.extract(retriever.search_services["min_max"], dataset, queries, depth, ppr=ppr,
-                                      cache=cache)
+                                      cache=cache, family=family, language=language)
+
+
+def family_and_language(name: str) -> tuple[str, str | None]:
+    """``xquad-<code>``: the XQuAD family, language ``code``; any other dataset: its own, language unknown."""
+    code = name.removeprefix("xquad-")
+    return ("xquad", code) if code != name and code in XQUAD_LANGUAGES else ("", None)
+
+
+def parse_weights(specs: Sequence[str]) -> dict[str, float]:
+    """``NAME=N`` (the dataset's questions together count as N questions in training) → {NAME: N}."""
+    out = {}
+    for spec in specs:
+        name, _, value = spec.partition("=")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--weigh wants NAME=N (e.g. xquad-ro=100), got {spec!r}") from None
+        if out[name] <= 0:
+            raise ValueError(f"--weigh {spec!r}: N must be positive")
+    return out
 
 
 def _rows(
@@ -44,8 +68,9 @@ def _rows(
     """Dataset → metric → {value, baseline, delta, low, high, noise, n} (held-out vs ``baseline``)."""
     out = {}
     for name, dataset in datasets.items():
-        mine = [example for example in examples if example.dataset == name]
-        out[name] = training.compare(mine, rankings, baseline, datasets, headline(name, _metrics(name)), seed=seed)
+        mine = [example for example in examples if example.dataset == name and example.key in rankings]
+        if mine:
+            out[name] = training.compare(mine, rankings, baseline, datasets, headline(name, _metrics(name)), seed=seed)
     return out
 
 
@@ -67,6 +92,8 @@ def _markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {name} | {row['n']} | {pretty(metric)} | {row['baseline']:.3f} | {row['value']:.3f} | "
                              f"{_ci(row)} |")
         lines.append("")
+    if not report["ablation"]:  # --no-ablation
+        return "\n".join(lines)
     lines += ["## Drop one feature group (pooled protocol): the full model minus the model without it", "",
               "| group dropped | dataset | metric | without it | Δ vs hybrid [95% CI] | full − without [95% CI] |",
               "|---|---|---|---:|---|---|"]
@@ -80,8 +107,10 @@ def _markdown(report: dict[str, Any]) -> str:
 
 def run_training(
     dataset_names: Sequence[str], out: Path, *, folds: int, seed: int, limit: int | None, hard_negatives: int,
-    drop_groups: Sequence[str], reports: Path, ablate: bool = True,
+    drop_groups: Sequence[str], reports: Path, ablate: bool = True, weigh: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
+    """``weigh``: dataset → how many questions its questions together count as in training (the others
+    count one each)."""
     unknown = [group for group in drop_groups if group not in FEATURE_GROUPS]
     if unknown:
         raise ValueError(f"unknown feature group(s) {unknown}; groups: {', '.join(FEATURE_GROUPS)}")
@@ -98,15 +127,23 @@ def run_training(
         datasets[name] = dataset
         # Candidates as the model will be served: with PageRank's additions only if it reads PageRank.
         examples += asyncio.run(_examples(dataset, limit, seed, depth, reports, embedder, ppr="ppr_z" in features))
-    options = {"folds": folds, "seed": seed, "features": features, "hard_negatives": hard_negatives}
+    unknown = sorted(set(weigh or {}) - set(datasets))
+    if unknown:
+        raise ValueError(f"--weigh names {unknown}, which are not among the datasets")
+    counts = {name: sum(1 for e in examples if e.dataset == name) for name in datasets}
+    weights = {name: n / counts[name] for name, n in (weigh or {}).items() if counts[name]}
+    options = {"folds": folds, "seed": seed, "features": features, "hard_negatives": hard_negatives,
+               "weights": weights}
     hybrid = {example.key: example.hybrid_ranking() for example in examples}
-    protocols = ["within", "pooled"] + (["lodo"] if len(datasets) > 1 else [])
+    protocols = ["within", "pooled"] + (["lodo"] if len({e.group for e in examples}) > 1 else [])
+    protocols += ["lolo"] if len({e.language for e in examples} - {None}) > 1 else []
     held_out = {protocol: _rows(examples, training.held_out_rankings(examples, protocol, depth, **options), hybrid,
                                 datasets, seed)
                 for protocol in protocols}
     ablation: dict[str, Any] = {}
     if ablate:
-        runs = training.ablation(examples, depth, folds=folds, seed=seed, hard_negatives=hard_negatives)
+        runs = training.ablation(examples, depth, folds=folds, seed=seed, hard_negatives=hard_negatives,
+                                 weights=weights)
         full = runs.pop("(all)")
         for group, rankings in runs.items():
             vs_hybrid = _rows(examples, rankings, hybrid, datasets, seed)
@@ -116,12 +153,13 @@ def run_training(
                                       for metric in vs_hybrid[name]}
                                for name in datasets}
     provenance = {
-        "datasets": {name: sum(1 for e in examples if e.dataset == name) for name in datasets},
+        "datasets": counts,
         "limit": limit, "seed": seed, "candidates": depth, "embedder": embedder.model_id,
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "note": "fitted on every question listed; scoring it on them is in-sample (held-out figures: cross_validation)",
     }
-    model = training.fit(examples, features=features, hard_negatives=hard_negatives, provenance=provenance)
+    model = training.fit(examples, features=features, hard_negatives=hard_negatives, provenance=provenance,
+                         weights=weights)
     cross_validation = {"folds": folds, "seed": seed, "protocols": held_out}
     model = FusionModel(model.features, model.mean, model.scale, model.weights, model.intercept,
                         {**model.provenance, "cross_validation": cross_validation})

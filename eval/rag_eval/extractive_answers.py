@@ -10,6 +10,10 @@ off-topic check: half of the document groups are held out (``held_out_split``), 
 indexed, and a sample of the held-out groups' questions asked against it: none can be answered from
 it, so every one should be abstained on.
 
+On a counterfactual set (``rag_eval.counterfactual``: each question's record in its metadata) every
+question is also scored for the planted conflict (``rag_eval.counterfactual_scoring``), and the summary
+gets a ``counterfactual`` section (all questions, and per fit / held-out half).
+
 The summary has the shape of a ``ragctl eval`` run summary (``metrics``, ``per_query``, ``evaluated``,
 ``latency_ms``), so ``ragctl eval-compare`` compares two of them on one dataset (e.g. before and
 after a change); :func:`compare` pairs two datasets' summaries on the question ids they share (XQuAD
@@ -33,6 +37,8 @@ from rag_eval.answer_containment import (
     sample_questions,
     strip_markers,
 )
+from rag_eval.counterfactual import ConflictRecord
+from rag_eval.counterfactual_scoring import conflict_table, paired_conflicts, score_response, summarise_conflicts
 from rag_eval.datasets.types import Dataset, Query
 from rag_eval.served_chain import ServedChain, open_served_chain
 from rag_eval.stats import DEFAULT_RESAMPLES, DeltaCI, paired_bootstrap, paired_delta, percentiles
@@ -42,7 +48,7 @@ RUN = "answers-extractive"
 DEFAULT_LIMIT = 200
 #: Held-out (off-topic) questions asked.
 DEFAULT_OFF_TOPIC = 50
-METRICS = ("contains", "abstained", "gold_in_passages")
+METRICS = ("contains", "abstained", "gold_in_passages", "in_span")
 
 
 def share(values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> DeltaCI:
@@ -72,12 +78,25 @@ async def _ask(chain: ServedChain, query: Query, dataset: Dataset) -> dict[str, 
         answer=response.answer,
         gold_answers=list(query.answers),
         contains=(not response.abstained) and contains_gold(strip_markers(response.answer), query.answers),
+        # the marked answer phrase (issue 32): None when the response marks none
+        answer_span=response.answer_span.text if response.answer_span else None,
+        in_span=response.answer_span is not None and contains_gold(response.answer_span.text, query.answers),
         gold_in_passages=bool(gold) and any(p.doc_id in gold for p in retrieved.passages),
         passages=[p.doc_id for p in retrieved.passages],
         cited=[c.chunk_id for c in response.citations],
         degraded=list(response.degraded),
         ms=round((time.perf_counter() - started) * 1000.0, 1),
     )
+    planted = query.metadata.get("counterfactual")
+    if isinstance(planted, dict):  # a counterfactual set (rag_eval.counterfactual): score the conflict too
+        doc_of = {p.chunk_id: p.doc_id for p in retrieved.passages}
+        # ``conflict``: the response's field where the generator reports conflicts (issue 32); absent: None
+        record["conflict"] = response.model_dump().get("conflict")
+        record["counterfactual"] = score_response(
+            ConflictRecord.from_json(planted), answer=strip_markers(response.answer), abstained=response.abstained,
+            conflict=record["conflict"], passages=[p.doc_id for p in retrieved.passages],
+            cited=[doc_of.get(c.chunk_id, "") for c in response.citations],
+        )
     return record
 
 
@@ -101,7 +120,7 @@ def summarise(
     ok = [r for r in records if "error" not in r]
     per_query = {
         r["query_id"]: {"contains": float(r["contains"]), "abstained": float(r["abstained"]),
-                        "gold_in_passages": float(r["gold_in_passages"])}
+                        "gold_in_passages": float(r["gold_in_passages"]), "in_span": float(r.get("in_span", False))}
         for r in ok
     }
     cis = {metric: share([v[metric] for v in per_query.values()], resamples=resamples, seed=seed) for metric in METRICS}
@@ -128,6 +147,8 @@ def summarise(
             "abstain_reasons": dict(Counter(r["abstain_reason"] or "(answered)" for r in off_ok)),
             "per_query": {r["query_id"]: {"abstained": float(r["abstained"])} for r in off_ok},
         },
+        **({"counterfactual": summarise_conflicts([r["counterfactual"] for r in ok if "counterfactual" in r])}
+           if any("counterfactual" in r for r in ok) else {}),
         **facts,
         "questions": list(records),
         "off_topic_questions": list(off_topic),
@@ -205,14 +226,22 @@ def compare(summary: dict[str, Any], baseline: dict[str, Any], *, resamples: int
     the off-topic abstention too; works across datasets that share ids (XQuAD's languages)."""
     out: dict[str, Any] = {"system": summary["dataset"], "baseline": baseline["dataset"]}
     for metric in METRICS:
-        ci = paired_delta({q: v[metric] for q, v in summary["per_query"].items()},
-                          {q: v[metric] for q, v in baseline["per_query"].items()}, resamples=resamples, seed=seed)
+        # a summary from before answer spans existed marked none: in_span 0
+        ci = paired_delta({q: v.get(metric, 0.0) for q, v in summary["per_query"].items()},
+                          {q: v.get(metric, 0.0) for q, v in baseline["per_query"].items()}, resamples=resamples, seed=seed)
         out[metric] = ci.to_dict()
     off = paired_delta({q: v["abstained"] for q, v in summary["off_topic"]["per_query"].items()},
                        {q: v["abstained"] for q, v in baseline["off_topic"]["per_query"].items()},
                        resamples=resamples, seed=seed)
     out["off_topic_abstained"] = off.to_dict()
+    if "counterfactual" in summary and "counterfactual" in baseline:  # the planted conflicts, held out
+        out["counterfactual_held_out"] = paired_conflicts(
+            _conflict_rows(summary), _conflict_rows(baseline), split="held-out", resamples=resamples, seed=seed)
     return out
+
+
+def _conflict_rows(summary: dict[str, Any]) -> dict[str, Any]:
+    return {r["query_id"]: r["counterfactual"] for r in summary["questions"] if "counterfactual" in r}
 
 
 def _pct(value: float | None) -> str:
@@ -229,15 +258,19 @@ def _pct_ci(cell: dict[str, Any]) -> str:
 def table(summaries: Sequence[dict[str, Any]]) -> str:
     """One Markdown row per dataset: contains gold [95 % CI], abstained, gold passage given, off-topic abstained."""
     lines = [
-        "| dataset | n | contains gold [95% CI] | abstained [95% CI] | gold passage in top k | off-topic abstained [95% CI] (n) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| dataset | n | contains gold [95% CI] | gold in answer span | abstained [95% CI] | gold passage in top k | off-topic abstained [95% CI] (n) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries:
         off = s["off_topic"]
         lines.append(
-            f"| {s['dataset']} | {s['evaluated']} | {_pct_ci(s['ci95']['contains'])} | {_pct_ci(s['ci95']['abstained'])} "
+            f"| {s['dataset']} | {s['evaluated']} | {_pct_ci(s['ci95']['contains'])} | {_pct(s['metrics'].get('in_span'))} "
+            f"| {_pct_ci(s['ci95']['abstained'])} "
             f"| {_pct(s['metrics']['gold_in_passages'])} | {_pct_ci(off['abstained'])} ({off['evaluated']}) |"
         )
+    conflicts = [(s["dataset"], s["counterfactual"]) for s in summaries if "counterfactual" in s]
+    for split in ("all", "held-out") if conflicts else ():
+        lines += ["", conflict_table(conflicts, split)]
     return "\n".join(lines)
 
 
@@ -248,8 +281,13 @@ def comparison_lines(found: dict[str, Any]) -> str:
         text = f"{100 * d['delta']:+.1f} [{100 * d['low']:+.1f}, {100 * d['high']:+.1f}] pts (n={d['n']})"
         return f"{text} (noise)" if d["noise"] else text
 
-    return (
+    line = (
         f"{found['system']} − {found['baseline']}: contains gold {cell(found['contains'])}; abstained "
         f"{cell(found['abstained'])}; gold passage in top k {cell(found['gold_in_passages'])}; off-topic abstained "
-        f"{cell(found['off_topic_abstained'])}"
+        f"{cell(found['off_topic_abstained'])}; gold in answer span {cell(found['in_span'])}"
     )
+    if "counterfactual_held_out" in found:
+        cf = found["counterfactual_held_out"]
+        line += (f"; held-out planted: only false {cell(cf['states_only_false'])}, true {cell(cf['states_true'])}, "
+                 f"conflict detected {cell(cf['conflict_detected'])}; control false alarms {cell(cf['control_false_alarms'])}")
+    return line

@@ -13,8 +13,15 @@
 - Held-out evaluation: every query is scored only by a model that did not see it. Protocols
   (:func:`held_out_rankings`): ``within`` (k-fold by question inside each dataset, trained on that
   dataset's other folds), ``pooled`` (k-fold by question, trained on the other folds of *all* datasets:
-  how the shipped model is trained, on everything) and ``lodo`` (leave one dataset out: trained on
-  the other datasets only). Folds are a seeded permutation of each dataset's question ids.
+  how the shipped model is trained, on everything), ``lodo`` (leave one dataset out: trained on
+  the other datasets only) and ``lolo`` (leave one language out, for datasets of a known language:
+  trained on every other language's data and never on the question's fold). Folds are a seeded
+  permutation of each dataset's question ids.
+- **Families** (``QueryExamples.family``): datasets that are translations of one question set (XQuAD's
+  languages: the same ids, paragraphs and answers) share their folds by question id, and ``lodo``
+  leaves the whole family out, so a question is never scored by a model that saw its translation.
+- **Weights** (:func:`fit`'s ``weights``): a dataset's questions can count as fewer (or more) questions
+  in training, so that four translations of 1,190 questions do not outweigh the other datasets.
 - :func:`ablation`: the pooled protocol with one feature group (``FEATURE_GROUPS``) left out at a time.
 """
 
@@ -43,7 +50,7 @@ DEFAULT_FOLDS = 5
 DEFAULT_HARD_NEGATIVES = 10
 #: The logistic regression's inverse regularisation strength (scikit-learn's default; not tuned).
 DEFAULT_C = 1.0
-PROTOCOLS = ("within", "pooled", "lodo")
+PROTOCOLS = ("within", "pooled", "lodo", "lolo")
 
 
 @dataclass
@@ -57,10 +64,19 @@ class QueryExamples:
     labels: np.ndarray
     #: How many leading rows are the first pass (the hybrid ranking).
     first_pass: int
+    #: Datasets of one family are translations of one question set (same query ids); "" = its own.
+    family: str = ""
+    #: The dataset's language (ISO 639-1) when known; the ``lolo`` protocol scores only these.
+    language: str | None = None
 
     @property
     def key(self) -> str:
         return f"{self.dataset}/{self.query_id}"
+
+    @property
+    def group(self) -> str:
+        """The family, or the dataset when it has none: what ``lodo`` leaves out and folds are dealt in."""
+        return self.family or self.dataset
 
     def hybrid_ranking(self) -> list[str]:
         """The plain hybrid run's ranking (the first pass), documents once."""
@@ -75,7 +91,7 @@ class QueryExamples:
 
 async def extract(
     search: SearchService, dataset: Dataset, queries: Sequence[Query], depth: int, *, ppr: bool,
-    cache: Path | None = None, progress: bool = True,
+    cache: Path | None = None, progress: bool = True, family: str = "", language: str | None = None,
 ) -> list[QueryExamples]:
     """Candidates, features and labels of ``queries`` (the question's own text, as the hybrid runs).
 
@@ -86,7 +102,9 @@ async def extract(
 
     ``cache``: a JSONL file of earlier extractions with the same index, depth and feature version
     (:func:`cache_path`); questions in it are read back, the others extracted and appended as they
-    are done, so an interrupted extraction resumes and training and evaluation share one pass."""
+    are done, so an interrupted extraction resumes and training and evaluation share one pass.
+
+    ``family``, ``language``: carried on every example (:class:`QueryExamples`)."""
     cached = _read_cache(cache) if cache is not None else {}
     missing = [query for query in queries if query.id not in cached]
     if cache is not None:
@@ -107,6 +125,7 @@ async def extract(
         examples.append(QueryExamples(
             dataset.name, query.id, list(row["doc_ids"]), features,
             np.array([doc in relevant for doc in row["doc_ids"]], dtype=np.int8), int(row["first_pass"]),
+            family, language,
         ))
     return examples
 
@@ -142,23 +161,47 @@ def training_rows(
     document) that model filled the top 10 with chunks of the same documents (held-out nDCG@10 −0.025
     with every chunk as a row, −0.000 with one row per document; docs/evaluation.md)."""
     xs, ys = [], []
-    hop, ppr = FEATURE_NAMES.index("hop_z"), FEATURE_NAMES.index("ppr_z")
     for example in examples:
-        if not example.labels.any():
-            continue
-        firsts = list(dict.fromkeys(example.doc_ids).keys())
-        first_row = {doc: example.doc_ids.index(doc) for doc in firsts}
-        rows_by_document = sorted(first_row.values())
-        positives = [i for i in rows_by_document if example.labels[i]]
-        negatives = [i for i in rows_by_document if i < example.first_pass and not example.labels[i]][:hard_negatives]
-        added = [i for i in rows_by_document if i >= example.first_pass and not example.labels[i]]
-        added.sort(key=lambda i: (-example.features[i, hop], -example.features[i, ppr], i))
-        rows = [*positives, *negatives, *added[:hard_negatives]]
-        xs.append(example.features[rows])
-        ys.append(example.labels[rows])
+        rows = _document_rows(example, hard_negatives)
+        if rows:
+            xs.append(example.features[rows])
+            ys.append(example.labels[rows])
     if not xs:
         return np.zeros((0, len(FEATURE_NAMES))), np.zeros(0, dtype=np.int8)
     return np.vstack(xs), np.concatenate(ys)
+
+
+def _document_rows(example: QueryExamples, hard_negatives: int) -> list[int]:
+    """The rows :func:`training_rows` takes of one question (none without a relevant candidate)."""
+    if not example.labels.any():
+        return []
+    hop, ppr = FEATURE_NAMES.index("hop_z"), FEATURE_NAMES.index("ppr_z")
+    first_row = {doc: example.doc_ids.index(doc) for doc in dict.fromkeys(example.doc_ids)}
+    rows_by_document = sorted(first_row.values())
+    positives = [i for i in rows_by_document if example.labels[i]]
+    negatives = [i for i in rows_by_document if i < example.first_pass and not example.labels[i]][:hard_negatives]
+    added = [i for i in rows_by_document if i >= example.first_pass and not example.labels[i]]
+    added.sort(key=lambda i: (-example.features[i, hop], -example.features[i, ppr], i))
+    return [*positives, *negatives, *added[:hard_negatives]]
+
+
+def row_weights(
+    examples: Sequence[QueryExamples], weights: Mapping[str, float] | None,
+    hard_negatives: int = DEFAULT_HARD_NEGATIVES,
+) -> np.ndarray:
+    """One weight per row of :func:`training_rows`: its question's dataset weight (``weights``,
+    dataset → the weight of each of its questions, 1 if absent)."""
+    return np.concatenate([np.full(len(_document_rows(e, hard_negatives)), (weights or {}).get(e.dataset, 1.0))
+                           for e in examples] + [np.zeros(0)])
+
+
+def _balanced(y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``weights`` times the class weight that gives the positives and the negatives equal mass (with
+    unit weights, scikit-learn's ``class_weight="balanced"``)."""
+    out = weights.astype(np.float64)
+    for label in (0, 1):
+        out[y == label] *= weights.sum() / (2 * weights[y == label].sum())
+    return out
 
 
 def fit(
@@ -168,8 +211,10 @@ def fit(
     hard_negatives: int = DEFAULT_HARD_NEGATIVES,
     c: float = DEFAULT_C,
     provenance: Mapping[str, Any] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> FusionModel:
-    """A logistic regression on ``features`` (a subset of ``FEATURE_NAMES``) of ``examples``."""
+    """A logistic regression on ``features`` (a subset of ``FEATURE_NAMES``) of ``examples``, classes
+    balanced; ``weights``: dataset → the weight of each of its questions (1 if absent)."""
     from sklearn.linear_model import LogisticRegression
 
     x, y = training_rows(examples, hard_negatives)
@@ -177,34 +222,42 @@ def fit(
         raise ValueError("the training questions need both relevant and non-relevant candidates")
     columns = [FEATURE_NAMES.index(name) for name in features]
     x = x[:, columns]
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
+    # Weighted like the fit, so a weight of 2 is exactly the same question twice.
+    w = row_weights(examples, weights, hard_negatives)
+    mean = np.average(x, axis=0, weights=w)
+    scale = np.sqrt(np.average((x - mean) ** 2, axis=0, weights=w))
     scale[scale < 1e-12] = 1.0  # a constant feature: leave it unscaled (its weight ends up ~0)
-    model = LogisticRegression(C=c, class_weight="balanced", max_iter=2000)
-    model.fit((x - mean) / scale, y)
+    model = LogisticRegression(C=c, max_iter=2000)
+    model.fit((x - mean) / scale, y, sample_weight=_balanced(y, w))
     info = {"rows": int(len(y)), "positives": int(y.sum()), "negatives": int(len(y) - y.sum()),
-            "hard_negatives_per_query": hard_negatives, "C": c, **(provenance or {})}
+            "hard_negatives_per_query": hard_negatives, "C": c,
+            **({"question_weights": dict(weights)} if weights else {}), **(provenance or {})}
     return FusionModel(tuple(features), mean, scale, model.coef_[0].astype(np.float64), float(model.intercept_[0]),
                        {"training": info})
 
 
 def folds_of(examples: Sequence[QueryExamples], folds: int, seed: int) -> dict[str, int]:
-    """Each question's fold: a seeded permutation of every dataset's questions, dealt round-robin."""
+    """Each question's fold: a seeded permutation of every dataset's questions, dealt round-robin; in a
+    family (translations), of the family's question ids, so a question and its translations share a fold."""
     assignment: dict[str, int] = {}
-    for name in dict.fromkeys(example.dataset for example in examples):
-        keys = [example.key for example in examples if example.dataset == name]
-        order = np.random.default_rng(seed).permutation(len(keys))
-        for position, index in enumerate(order):
-            assignment[keys[index]] = position % folds
+    for group in dict.fromkeys(example.group for example in examples):
+        members = [example for example in examples if example.group == group]
+        ids = list(dict.fromkeys(example.query_id for example in members))
+        order = np.random.default_rng(seed).permutation(len(ids))
+        fold_of_id = {ids[index]: position % folds for position, index in enumerate(order)}
+        for example in members:
+            assignment[example.key] = fold_of_id[example.query_id]
     return assignment
 
 
 def held_out_models(
     examples: Sequence[QueryExamples], protocol: str, *, folds: int = DEFAULT_FOLDS, seed: int = 0,
     features: Sequence[str] = FEATURE_NAMES, hard_negatives: int = DEFAULT_HARD_NEGATIVES,
+    weights: Mapping[str, float] | None = None,
 ) -> dict[str, FusionModel]:
     """Question key → the model that scores it under ``protocol``, trained without that question
-    (``within``/``pooled``: without its fold; ``lodo``: without its dataset)."""
+    (``within``/``pooled``: without its fold; ``lodo``: without its dataset's family; ``lolo``: without
+    its language and its fold, for the questions of a known language only)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; use one of {', '.join(PROTOCOLS)}")
     fold = folds_of(examples, folds, seed)
@@ -214,8 +267,12 @@ def held_out_models(
             group = (example.dataset, fold[example.key])
         elif protocol == "pooled":
             group = ("*", fold[example.key])
+        elif protocol == "lodo":
+            group = (example.group, -1)
+        elif example.language is not None:
+            group = (example.language, fold[example.key])
         else:
-            group = (example.dataset, -1)
+            continue
         groups.setdefault(group, []).append(example)
     models: dict[str, FusionModel] = {}
     for (name, number), scored in groups.items():
@@ -223,9 +280,13 @@ def held_out_models(
             train = [e for e in examples if e.dataset == name and fold[e.key] != number]
         elif protocol == "pooled":
             train = [e for e in examples if fold[e.key] != number]
-        else:
-            train = [e for e in examples if e.dataset != name]
-        model = fit(train, features=features, hard_negatives=hard_negatives)
+        elif protocol == "lodo":
+            train = [e for e in examples if e.group != name]
+        else:  # the question's translations share its fold: leaving the fold out keeps them all out
+            families = {e.group for e in scored}
+            train = [e for e in examples
+                     if e.language != name and not (e.group in families and fold[e.key] == number)]
+        model = fit(train, features=features, hard_negatives=hard_negatives, weights=weights)
         held_out = {example.key for example in scored}
         assert not held_out & {e.key for e in train}, "a question was trained and scored on"
         for example in scored:
@@ -236,9 +297,9 @@ def held_out_models(
 def held_out_rankings(
     examples: Sequence[QueryExamples], protocol: str, depth: int, **options: Any
 ) -> dict[str, list[str]]:
-    """Question key → its held-out ranking under ``protocol``."""
+    """Question key → its held-out ranking under ``protocol`` (``lolo``: questions of a known language)."""
     models = held_out_models(examples, protocol, **options)
-    return {example.key: example.ranking(models[example.key], depth) for example in examples}
+    return {example.key: example.ranking(models[example.key], depth) for example in examples if example.key in models}
 
 
 def per_query(
@@ -247,6 +308,8 @@ def per_query(
     """Question key → ``metric`` of its ranking (questions the metric is undefined for left out)."""
     values = {}
     for example in examples:
+        if example.key not in rankings:
+            continue
         value = score(metric, rankings[example.key], datasets[example.dataset].qrels.get(example.query_id, {}))
         if value is not None:
             values[example.key] = value
@@ -273,13 +336,13 @@ def compare(
 
 def ablation(
     examples: Sequence[QueryExamples], depth: int, *, folds: int = DEFAULT_FOLDS, seed: int = 0,
-    hard_negatives: int = DEFAULT_HARD_NEGATIVES,
+    hard_negatives: int = DEFAULT_HARD_NEGATIVES, weights: Mapping[str, float] | None = None,
 ) -> dict[str, dict[str, list[str]]]:
     """Group name → held-out (pooled protocol) rankings of the model without that feature group;
     ``"(all)"`` = every feature."""
-    out = {"(all)": held_out_rankings(examples, "pooled", depth, folds=folds, seed=seed, hard_negatives=hard_negatives)}
+    options = {"folds": folds, "seed": seed, "hard_negatives": hard_negatives, "weights": weights}
+    out = {"(all)": held_out_rankings(examples, "pooled", depth, **options)}
     for group, names in FEATURE_GROUPS.items():
         kept = [name for name in FEATURE_NAMES if name not in names]
-        out[group] = held_out_rankings(examples, "pooled", depth, folds=folds, seed=seed, features=kept,
-                                       hard_negatives=hard_negatives)
+        out[group] = held_out_rankings(examples, "pooled", depth, features=kept, **options)
     return out

@@ -59,6 +59,7 @@ REQUIRED_VISUALISATIONS = {
     "RAG: intent mix",
     "RAG: top refined queries",
     "RAG: thumbs-down questions with answers",
+    "RAG: source conflicts over time",
 }
 
 
@@ -116,6 +117,8 @@ def test_the_template_maps_every_field_a_record_carries() -> None:
         assert field_type(f"feedback.{name}") is not None
     assert field_type("@timestamp") == "date" and field_type("feedback.created_at") == "date"
     assert field_type("abstained") == "boolean" and field_type("degraded_count") == "integer"
+    assert field_type("conflict") == "boolean" and field_type("has_answer_span") == "boolean"
+    assert field_type("conflict_kind") == "keyword" and field_type("conflict_values") == "integer"
     for text in ("question", "refined_query", "answer"):
         assert field_type(text) == "text" and field_type(f"{text}.keyword") == "keyword"
 
@@ -200,6 +203,24 @@ def test_the_thumbs_down_table_shows_only_down_feedback_with_question_and_answer
     assert kuery_fields(query) == [("event", ":", "feedback"), ("feedback.rating", ":", "down")]
     fields = [a["params"]["field"] for a in json.loads(table["attributes"]["visState"])["aggs"] if a["type"] == "terms"]
     assert fields[:2] == ["question.keyword", "answer.keyword"] and "turn_id" in fields
+
+
+def test_the_conflicts_chart_counts_turns_whose_sources_disagreed_over_time_by_kind() -> None:
+    [chart] = [v for v in visualisations() if v["id"] == "rag-query-logs-conflicts"]
+    query = json.loads(chart["attributes"]["kibanaSavedObjectMeta"]["searchSourceJSON"])["query"]["query"]
+    assert kuery_fields(query) == [("event", ":", "turn"), ("conflict", ":", "true")]
+    aggs = {a["schema"]: a for a in json.loads(chart["attributes"]["visState"])["aggs"]}
+    assert aggs["metric"]["type"] == "count"
+    assert (aggs["segment"]["type"], aggs["segment"]["params"]["field"]) == ("date_histogram", "@timestamp")
+    assert (aggs["group"]["type"], aggs["group"]["params"]["field"]) == ("terms", "conflict_kind")
+    # On the dashboard, below the others, as wide as it.
+    [dashboard] = [o for o in saved_objects() if o["type"] == "dashboard"]
+    refs = {ref["name"]: ref["id"] for ref in dashboard["references"]}
+    panels = json.loads(dashboard["attributes"]["panelsJSON"])
+    [panel] = [p for p in panels if refs[p["panelRefName"]] == chart["id"]]
+    others = [p for p in panels if p["panelIndex"] != panel["panelIndex"]]
+    assert panel["gridData"]["w"] == 48
+    assert panel["gridData"]["y"] >= max(p["gridData"]["y"] + p["gridData"]["h"] for p in others)
 
 
 # --------------------------------------------------------------------------- make dashboards

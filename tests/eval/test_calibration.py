@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 
 from rag_common.embedders.sentence_transformer import SentenceTransformerEmbedder
-from rag_eval.calibration import GateRow, abstention_report, auroc, calibrate, gate_rows, split_halves, standalone_text
+from rag_eval.calibration import (
+    GateRow,
+    abstention_report,
+    auroc,
+    calibrate,
+    gate_rows,
+    leave_one_out,
+    split_halves,
+    standalone_text,
+)
 from rag_eval.datasets.types import Corpus, Dataset, Document, Query, Turn
 from rag_generator.answerability import FEATURE_NAMES, AnswerabilityGate
 
@@ -51,6 +60,27 @@ def test_the_gate_is_fitted_on_one_half_and_scored_on_the_other() -> None:
     assert gate.threshold == pytest.approx(report["threshold"], abs=1e-4)
 
 
+def test_leave_one_out_scores_each_dataset_with_a_gate_fitted_on_the_others_only() -> None:
+    rng = np.random.default_rng(0)
+    rows, halves = [], {}
+    # "a" and "b" alike; "shifted" separates as well but every feature sits 3 higher, as a language whose
+    # scores run higher would: a gate that never saw it takes its unanswerable questions for answerable.
+    for name, shift in (("a", 0.0), ("b", 0.0), ("shifted", 3.0)):
+        queries = _queries(40, 40)
+        for query_id, half in split_halves(queries, seed=0, prefix=f"{name}/").items():
+            halves[query_id] = half
+        for q in queries:
+            vector = rng.normal((1.0 if q.answerable else 0.0) + shift, 0.4, len(FEATURE_NAMES))
+            rows.append(GateRow(f"{name}/{q.id}", bool(q.answerable), vector, "en"))
+    report = leave_one_out(rows, halves, "A", max_answerable_abstention=None)
+    assert set(report) == {"a", "b", "shifted"}
+    assert report["a"]["held_out"]["n"] == report["shifted"]["held_out"]["n"] == 40  # its other half only
+    assert report["shifted"]["held_out_auroc"] > 0.9  # ranked well within itself...
+    assert report["shifted"]["abstain_rate_unanswerable"] < 0.1  # ...but never seen: its off-topic ones pass
+    _, pooled = calibrate(rows, halves, "A", provenance=PROVENANCE, max_answerable_abstention=None)
+    assert pooled["leave_one_dataset_out"] == report
+
+
 def test_abstention_report_and_auroc_on_hand_counted_cases() -> None:
     abstain = np.array([True, True, False, False])
     unanswerable = np.array([True, False, True, False])
@@ -86,6 +116,7 @@ async def test_feature_rows_come_from_the_served_chain(tmp_path: Path, embedder:
     rows = await gate_rows(dataset, tmp_path / "cache", embedder)
     assert [r.query_id for r in rows] == ["tiny/q1", "tiny/q2", "tiny/q3"]  # unlabelled questions are left out
     assert all(r.features is not None and r.features.shape == (len(FEATURE_NAMES),) for r in rows)
+    assert {r.language for r in rows} == {"en"}  # named as the gateway names it
     best_cosine = FEATURE_NAMES.index("best_sentence_cosine")
     by_id = {r.query_id: r.features for r in rows}
     assert by_id["tiny/q1"][best_cosine] > by_id["tiny/q3"][best_cosine] + 0.2

@@ -9,7 +9,8 @@ Triggers in the message / query pick the behaviours the tests need:
 * refiner intent: a greeting or thanks → ``chitchat``; "what did I ask" → ``meta``; "weather" or
   "joke" → ``out_of_scope``; anything else → ``rag``. With ``hyde`` it returns a ``hyde_query``.
 * generator (``POST /v1/generate``): "llm busy" → 503 with ``Retry-After: 7`` (its LLM queue is full);
-  "bad gateway" → 502.
+  "bad gateway" → 502; "acquired WhatsApp" → two citations that disagree, with an ``answer_span`` and a
+  ``conflict`` (also the stream's ``final``).
 * search: "flaky" → 503 (no ``Retry-After``) on the first call with that query, then answers, as a
   restarting retriever; "search down" → 503 on every call; "nowhere" or "nicăieri" (or "nicaieri") → no passages (a
   question the documents do not answer, in English or Romanian).
@@ -31,7 +32,10 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from rag_common.identity import IDENTITY_HEADER, Identity, decode_identity
 from rag_common.schemas import (
+    AnswerSpan,
     Citation,
+    Conflict,
+    ConflictValue,
     GenerateRequest,
     GenerateResponse,
     Passage,
@@ -65,7 +69,33 @@ def fake_intent(message: str) -> str:
     return "rag"
 
 
+#: What the fake generator answers to "who acquired WhatsApp" (two passages that disagree): the
+#: answer phrase marked in citation 1, and the conflict between citations 1 and 2.
+DISAGREEING_QUOTES = ("WhatsApp was acquired by Facebook in 2014.", "WhatsApp was acquired by Apple in 2014.")
+
+
+def _disagreeing_answer(body: GenerateRequest) -> GenerateResponse:
+    citations = [
+        Citation(id=i, source=p.source, title=p.title, page=p.page, chunk_id=p.chunk_id, score=p.score, quote=quote)
+        for i, (p, quote) in enumerate(zip(body.passages, DISAGREEING_QUOTES), start=1)
+    ]
+    start = DISAGREEING_QUOTES[0].index("Facebook")
+    return GenerateResponse(
+        answer="The sources disagree: Facebook [1]; Apple [2].",
+        citations=citations,
+        abstained=False,
+        mode="extractive",
+        answer_span=AnswerSpan(citation=1, start=start, end=start + len("Facebook"), text="Facebook", kind="organisation"),
+        conflict=Conflict(
+            kind="organisation",
+            values=[ConflictValue(value="Facebook", citations=[1]), ConflictValue(value="Apple", citations=[2])],
+        ),
+    )
+
+
 def fake_answer(body: GenerateRequest) -> GenerateResponse:
+    if "acquired whatsapp" in body.query.lower():
+        return _disagreeing_answer(body)
     first = body.passages[0]
     citation = Citation(
         id=1, source=first.source, title=first.title, page=first.page, chunk_id=first.chunk_id, score=first.score

@@ -90,12 +90,12 @@ def test_abstention() -> None:
         "answer": "I could not find this in the documents.", "citations": [], "abstained": True,
         "abstain_reason": "no_supported_claim",
         "mode": None, "answerability": 0.8, "citation_precision": 0.0, "claims_dropped": 2, "repaired": True,
-        "degraded": ["x"],
+        "degraded": ["x"], "answer_span": None, "conflict": None,
     }
     assert abstention("no_passages", language="ro").model_dump() == {
         "answer": "Nu am găsit informația în documente.", "citations": [], "abstained": True, "abstain_reason": "no_passages",
         "mode": None, "answerability": None, "citation_precision": None, "claims_dropped": 0, "repaired": False,
-        "degraded": [],
+        "degraded": [], "answer_span": None, "conflict": None,
     }
 
 

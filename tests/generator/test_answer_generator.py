@@ -147,7 +147,7 @@ async def test_answerability_is_the_gates_probability_on_this_requests_scores(
     response = await generator_with("extractive", embedder, gate).generate(request(passages))
     units = build_evidence(passages, max_passages=6, max_passage_chars=1200)
     scored = ExtractiveAnswerer.of(GeneratorSettings(), embedder).answer(FOUNDER_QUESTION, units)
-    expected = gate.probability(features_from_answer(scored, [p.score for p in passages]))
+    expected = gate.probability(features_from_answer(scored, [p.score for p in passages], embedder_covers_language=True))
     assert response.answerability == round(expected, 4)
     # Retrieval's confidence is one of the gate's inputs: with a gate that weighs it, the same texts
     # with flat scores are less answerable.
@@ -160,6 +160,25 @@ async def test_answerability_is_the_gates_probability_on_this_requests_scores(
     assert flattened.answerability < confident.answerability - 0.01
 
 
+async def test_a_question_in_a_language_the_embedder_is_blind_to_is_gated_without_its_cosines(
+    embedder: SentenceTransformerEmbedder, gate: AnswerabilityGate, passages: list[Passage], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same texts, the question's language named by the caller: all-MiniLM-L6-v2 is declared English
+    # only (EMBEDDER_LANGUAGES' default), so a Romanian question's cosines are not read.
+    english = await generator_with("extractive", embedder, gate).assess(request(passages, language="en"))
+    romanian = await generator_with("extractive", embedder, gate).assess(request(passages, language="ro"))
+    assert english.features is not None and romanian.features is not None
+    assert english.features.embedder_blind == 0.0 and english.features.best_sentence_cosine > 0.3
+    assert romanian.features.embedder_blind == 1.0
+    assert (romanian.features.best_sentence_cosine, romanian.features.best_passage_cosine) == (0.0, 0.0)
+    assert romanian.answerability == round(gate.probability(romanian.features), 4) != english.answerability
+    # Declared multilingual, the same Romanian question is read with its cosines.
+    monkeypatch.setenv("EMBEDDER_LANGUAGES", '["*"]')
+    seen = await generator_with("extractive", embedder, gate).assess(request(passages, language="ro"))
+    assert seen.features is not None and seen.features.embedder_blind == 0.0
+    assert seen.features.best_sentence_cosine == english.features.best_sentence_cosine
+
+
 @pytest.mark.parametrize("mode", MODES)
 async def test_no_passages_abstains_at_once(
     embedder: SentenceTransformerEmbedder, gate: AnswerabilityGate, scripted_model: Scripted, mode: GeneratorMode
@@ -169,7 +188,7 @@ async def test_no_passages_abstains_at_once(
     response = await generator.generate(request([]))
     assert response.model_dump() == {
         "answer": ABSTAIN_MESSAGE, "citations": [], "abstained": True, "abstain_reason": "no_passages", "mode": None,
-        "answerability": None, "citation_precision": None, "claims_dropped": 0, "repaired": False, "degraded": [],
+        "answerability": None, "citation_precision": None, "claims_dropped": 0, "repaired": False, "degraded": [], "answer_span": None, "conflict": None,
     }
     assert model.calls == []
 

@@ -293,7 +293,7 @@ async def test_abstentions_stream_as_one_token_and_a_final(
         ("final", {
             "answer": ABSTAIN_MESSAGE, "citations": [], "abstained": True, "abstain_reason": "no_passages",
             "mode": None, "answerability": None, "citation_precision": None, "claims_dropped": 0, "repaired": False,
-            "degraded": [],
+            "degraded": [], "answer_span": None, "conflict": None,
         }),
     ]
     streamed, final = joined_tokens_and_final(off_topic)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from rag_generator.evidence import build_evidence
-from rag_generator.extractive_answerer import ExtractiveAnswerer, FeatureWeights, sentence_context
+from rag_generator.extractive_answerer import ExtractiveAnswerer, sentence_context
 from rag_generator.settings import GeneratorSettings
 
 from .conftest import CountingEmbedder, passage
@@ -92,9 +92,8 @@ def test_accepts_prebuilt_units_and_keeps_their_numbering(answerer: ExtractiveAn
     assert result.best is not None and result.best.unit.id == "1.4"
 
 
-def test_rank_prior_breaks_a_tie_between_identical_sentences(counting_embedder: CountingEmbedder) -> None:
+def test_rank_prior_breaks_a_tie_between_identical_sentences(answerer: ExtractiveAnswerer) -> None:
     same = "Conversations are stored in Redis as a list of Turn JSON objects."
-    answerer = ExtractiveAnswerer.of(GeneratorSettings(), counting_embedder, weights=FeatureWeights(0.6, 0.3, 0.1, 0.0))
     result = answerer.answer("Where are conversations stored?", [passage(1, same), passage(2, same)])
     assert result.best is not None and result.best.unit.source == 1
     assert result.best.rank_prior == 1.0 and result.candidates[1].rank_prior == 0.5

@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rag_common.languages import identifier_of
-from rag_common.settings import LanguageSettings
+from rag_common.settings import EmbedderSettings, LanguageSettings
 from rag_retriever.app import create_app
 from rag_retriever.backends.base import FusionSettings
 from rag_retriever.document_language import DocumentLanguages
@@ -29,25 +29,24 @@ ENGLISH = "Uploaded files are parsed, split into chunks and embedded before they
 
 
 def test_the_dense_list_weighs_less_for_a_language_the_embedder_was_not_trained_for():
-    languages = QueryLanguages.of(RetrieverSettings(), LanguageSettings(), IDENTIFIER)
+    languages = QueryLanguages.of(RetrieverSettings(), LanguageSettings(), EmbedderSettings(), IDENTIFIER)
     assert languages.fusion_for(MIN_MAX, "en").dense_weight == 0.5
     other = RetrieverSettings().hybrid_dense_weight_other_language
     assert other < 0.5
     assert languages.fusion_for(MIN_MAX, "ro").dense_weight == other
     # Unknown language: not known to be the embedder's.
     assert languages.fusion_for(MIN_MAX, None).dense_weight == other
-    multilingual = QueryLanguages.of(RetrieverSettings(embedding_languages=["*"]), LanguageSettings(), IDENTIFIER)
+    multilingual = QueryLanguages.of(
+        RetrieverSettings(), LanguageSettings(), EmbedderSettings(languages=["*"]), IDENTIFIER
+    )
     assert multilingual.fusion_for(MIN_MAX, "ro").dense_weight == 0.5
     assert languages.fixed(0.7).fusion_for(MIN_MAX, "ro").dense_weight == 0.7
 
 
-def test_embedding_languages_must_be_codes():
-    with pytest.raises(ValueError, match="ISO 639-1"):
-        RetrieverSettings(embedding_languages=["english"])
-
-
 def test_a_query_language_is_the_callers_when_analysed_here_else_identified():
-    languages = QueryLanguages.of(RetrieverSettings(), LanguageSettings(languages=["en", "ro"]), IDENTIFIER)
+    languages = QueryLanguages.of(
+        RetrieverSettings(), LanguageSettings(languages=["en", "ro"]), EmbedderSettings(), IDENTIFIER
+    )
     assert languages.language_of("anything at all", "ro") == "ro"
     assert languages.language_of("anything at all", "de") is None  # not analysed here: unsure
     assert languages.language_of("Unde sunt stocate conversațiile?", None) == "ro"

@@ -73,6 +73,10 @@ class LLMSettings(BaseSettings):
     )
 
 
+#: ``EMBEDDER_LANGUAGES`` entry meaning "the model knows every language".
+EVERY_LANGUAGE = "*"
+
+
 class EmbedderSettings(BaseSettings):
     """How the bi-encoder is run (prefix ``EMBEDDER_``), the same in every service that embeds: the
     retriever, the reranker's fallback embedder, the generator and the eval harness. Which model is
@@ -109,6 +113,29 @@ class EmbedderSettings(BaseSettings):
         ge=0,
         description="ONNX Runtime intra-op threads per embedder; 0 = one per physical core. Default 0.",
     )
+    # A property of the model, like its prefixes, and the same model embeds in every service (the
+    # generator reuses the retriever's vectors), so this is the one place it is declared.
+    languages: list[str] = Field(
+        default_factory=lambda: ["en"],
+        description="Languages the embedding model was trained for (ISO 639-1, JSON list; [\"*\"] = every language, "
+        "for a multilingual model such as paraphrase-multilingual-MiniLM-L12-v2 or bge-m3: docs/multilingual-models.md). "
+        "Outside them the model's cosines match shared tokens, not meaning: the generator's answerability gate "
+        "then reads a question without them (embedder_blind, docs/languages.md). A question whose language "
+        "cannot be told counts as outside. Default [\"en\"]: the default model, all-MiniLM-L6-v2, is English only.",
+    )
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, codes: list[str]) -> list[str]:
+        # Any ISO 639-1 code (a model may know languages this product does not analyse), or "*".
+        wrong = [code for code in codes if code != EVERY_LANGUAGE and not (len(code) == 2 and code.isalpha() and code.islower())]
+        if wrong or not codes:
+            raise ValueError(f"EMBEDDER_LANGUAGES wants ISO 639-1 codes (e.g. [\"en\", \"ro\"]) or [\"*\"], got {codes}")
+        return codes
+
+    def covers(self, language: str | None) -> bool:
+        """Whether the model was trained for ``language`` (None: cannot be told, so not known to be)."""
+        return EVERY_LANGUAGE in self.languages or (language is not None and language in self.languages)
 
 
 #: Every language both search engines can stem (rag_common.languages.registry.LANGUAGES).

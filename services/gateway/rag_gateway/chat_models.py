@@ -16,7 +16,9 @@ from rag_common.schemas import (
     MAX_TOP_K,
     NOT_BLANK,
     AnswerMode,
+    AnswerSpan,
     Citation,
+    Conflict,
     ConversationId,
     Intent,
     JsonInt,
@@ -67,6 +69,10 @@ class Turn(WireModel):
     #: The question's language as the gateway named it (the next turn's fallback when it cannot be
     #: told); None when it could not be, and on turns stored before languages were named.
     language: LanguageCode | None = None
+    #: The phrase of a cited sentence that answers (``answer_span.citation`` numbers one of ``citations``).
+    answer_span: AnswerSpan | None = None
+    #: The cited sources' disagreement, when they disagree (the answer names every side).
+    conflict: Conflict | None = None
 
 
 class FeedbackOut(WireModel):
@@ -120,6 +126,11 @@ class ChatResponse(WireModel):
     #: message alone could not tell; None when neither could (the service's texts are then in
     #: ``RAG_DEFAULT_LANGUAGE``).
     language: LanguageCode | None = None
+    #: The phrase of a cited sentence that answers: ``citations[id == answer_span.citation].quote[start:end]``;
+    #: None when the generator marked none (canned replies, abstentions, generative answers without one).
+    answer_span: AnswerSpan | None = None
+    #: Set when the cited sources disagree on the answer: each value with the citations that state it.
+    conflict: Conflict | None = None
 
 
 class ConversationOut(WireModel):

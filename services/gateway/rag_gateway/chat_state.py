@@ -141,6 +141,8 @@ class ChatResult:
             created_at=self.created_at,
             turn_id=self.turn_id,
             language=self.language,
+            answer_span=self.generation.answer_span,
+            conflict=self.generation.conflict,
         )
 
     def to_response(self, timings_ms: Mapping[str, float]) -> ChatResponse:
@@ -160,4 +162,6 @@ class ChatResult:
             claims_dropped=generation.claims_dropped,
             abstain_reason=generation.abstain_reason if generation.abstained else "",
             language=self.language,
+            answer_span=generation.answer_span,
+            conflict=generation.conflict,
         )

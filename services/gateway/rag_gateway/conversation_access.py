@@ -4,7 +4,8 @@ A turn keeps the answer and citations it was given, but the documents behind the
 changed their ACL or been deleted. Whenever stored turns are shown again (``GET
 /v1/conversations/{id}``) or handed to the models as the history of a follow-up, each turn that cites
 a document the caller may no longer read (asked of the retriever: ``DocumentService.readable``) has
-its answer replaced by the withheld notice and its citations dropped (docs/security.md).
+its answer replaced by the withheld notice and its citations (with the answer span and conflict that
+quote them) dropped (docs/security.md).
 """
 
 from __future__ import annotations
@@ -59,4 +60,6 @@ class ConversationAccess:
         return self._withhold(turn)
 
     def _withhold(self, turn: Turn) -> Turn:
-        return turn.model_copy(update={"answer": self.withheld_answer(turn.language), "citations": []})
+        # The span and the conflict quote the documents too: they go with the citations.
+        update = {"answer": self.withheld_answer(turn.language), "citations": [], "answer_span": None, "conflict": None}
+        return turn.model_copy(update=update)

@@ -7,9 +7,10 @@ messages are ignored: the generator's own grounded prompt decides how to answer,
 system prompt must not override "answer only from the sources".
 
 The answer is the message content with a ``Sources:`` list appended (``[n] title (source, page
-p)``), and the structured citations are in an extra top-level ``citations`` field. With
+p)``), and the structured citations are in an extra top-level ``citations`` field (and, when the
+sources disagree, the disagreement in ``conflict``; the answer text already names every side). With
 ``stream: true`` the response is ``chat.completion.chunk`` objects as data-only SSE lines ending
-with ``data: [DONE]``; the sources and the ``citations`` field come with the last chunk. The
+with ``data: [DONE]``; the sources and the ``citations`` (and ``conflict``) fields come with the last chunk. The
 generator verifies the answer after streaming it; if verification changed the text, the verified
 answer follows the streamed draft under a separator (a stream cannot take back what it sent).
 A failure after the stream started is sent as ``data: {"error": {...}}``, which the OpenAI SDKs
@@ -181,6 +182,14 @@ def _citations_json(citations: list[Citation]) -> list[dict[str, Any]]:
     return [c.model_dump(mode="json") for c in citations]
 
 
+def _structured(response: ChatResponse) -> dict[str, Any]:
+    """The extra top-level fields: ``citations``, and ``conflict`` when the sources disagree."""
+    extra: dict[str, Any] = {"citations": _citations_json(response.citations)}
+    if response.conflict is not None:
+        extra["conflict"] = response.conflict.model_dump(mode="json")
+    return extra
+
+
 def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
@@ -199,7 +208,7 @@ def completion(response: ChatResponse, model: str) -> dict[str, Any]:
                 "logprobs": None,
             }
         ],
-        "citations": _citations_json(response.citations),
+        **_structured(response),
     }
 
 
@@ -236,7 +245,7 @@ async def completion_chunks(events: AsyncIterator[StreamEvent], model: str) -> A
             tail += format_sources(event.data.citations, event.data.language)
             if tail:
                 yield chunk({"content": tail})
-            yield chunk({}, "stop", citations=_citations_json(event.data.citations))
+            yield chunk({}, "stop", **_structured(event.data))
             yield format_sse_event(data_str="[DONE]")
             return
         elif event.name == "error":

@@ -2,7 +2,8 @@
 
 A record says what was asked and what came of it (tenant, hashed user, question, refined query,
 intent, per-stage milliseconds, answer mode, abstained and why, answerability, citation count,
-degraded reasons, feedback, the OpenTelemetry trace id). It goes to a :class:`QueryLogSink`:
+whether an answer span was marked and whether (and on what, between how many values) the sources
+disagreed, degraded reasons, feedback, the OpenTelemetry trace id). It goes to a :class:`QueryLogSink`:
 
 * :class:`JsonlFileSink`: a JSON-lines file rotated by size (the stdlib's ``RotatingFileHandler``),
   read back by ``ragctl logs``; the local default;
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag_common.identity import Identity
 from rag_common.telemetry import trace_id_of_current_span
+from rag_common.schemas import AnswerSpan, Conflict
 from rag_gateway.chat_models import Feedback, Turn
 from rag_gateway.chat_state import ChatResult
 
@@ -91,6 +93,10 @@ class QueryLogRecord(BaseModel):
     answerability: float | None = None
     citation_count: int
     citation_precision: float | None = None
+    has_answer_span: bool = Field(default=False, description="The answer marked the phrase that answers (answer_span)")
+    conflict: bool = Field(default=False, description="The cited sources disagreed on the answer")
+    conflict_kind: str | None = Field(default=None, description="What they disagreed on (person, date, ...) when they did")
+    conflict_values: int = Field(default=0, description="How many different values the sources gave (0: no conflict)")
     degraded: list[str] = Field(default_factory=list)
     degraded_count: int = 0
     stage_ms: dict[str, float] = Field(default_factory=dict)
@@ -108,6 +114,16 @@ def user_hash(identity: Identity, salt: str) -> str:
 
 def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _evidence(answer_span: AnswerSpan | None, conflict: Conflict | None) -> dict[str, Any]:
+    """The record's answer-span and conflict fields: whether each was given, the conflict's kind and size."""
+    return {
+        "has_answer_span": answer_span is not None,
+        "conflict": conflict is not None,
+        "conflict_kind": None if conflict is None else conflict.kind,
+        "conflict_values": 0 if conflict is None else len(conflict.values),
+    }
 
 
 def turn_record(
@@ -145,6 +161,7 @@ def turn_record(
         answerability=generation.answerability,
         citation_count=len(generation.citations),
         citation_precision=generation.citation_precision,
+        **_evidence(generation.answer_span, generation.conflict),
         degraded=degraded,
         degraded_count=len(degraded),
         stage_ms={stage: float(ms) for stage, ms in timings_ms.items() if stage in STAGES},
@@ -181,6 +198,7 @@ def feedback_record(
         answer=turn.answer,
         abstained=turn.abstained,
         citation_count=len(turn.citations),
+        **_evidence(turn.answer_span, turn.conflict),
         feedback=FeedbackLog(rating=feedback.rating, comment=feedback.comment, created_at=_iso(feedback.created_at)),
     )
 

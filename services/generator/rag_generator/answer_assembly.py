@@ -8,10 +8,10 @@ was cited. Citations are numbered ``[1]..[n]`` in the order the answer first cit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag_common.messages import message
-from rag_common.schemas import AnswerMode, Citation, GenerateResponse
+from rag_common.schemas import AnswerMode, AnswerSpan, Citation, Conflict, GenerateResponse
 from rag_generator.evidence import EvidenceUnit
 
 
@@ -21,6 +21,8 @@ class AnswerPart:
 
     text: str
     evidence: Sequence[EvidenceUnit]
+    #: Written right after the markers: the punctuation of a list ("Facebook [1]; Apple [2].").
+    after: str = ""
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class CitedAnswer:
     #: The answer text in the order it is shown (and streamed): ``"".join(pieces) == answer``.
     pieces: list[str]
     citations: list[Citation]
+    #: ``EvidenceUnit.id`` → its citation's number.
+    numbers: dict[str, int] = field(default_factory=dict)
 
     @property
     def answer(self) -> str:
@@ -72,8 +76,8 @@ def cite(parts: Sequence[AnswerPart]) -> CitedAnswer:
                 citations.append(_citation(numbers[unit.id], unit))
             markers.append(f"[{numbers[unit.id]}]")
         text = " ".join(part.text.split())
-        pieces.append(("" if not pieces else " ") + f"{text} {''.join(dict.fromkeys(markers))}".rstrip())
-    return CitedAnswer(pieces, citations)
+        pieces.append(("" if not pieces else " ") + f"{text} {''.join(dict.fromkeys(markers))}".rstrip() + part.after)
+    return CitedAnswer(pieces, citations, numbers)
 
 
 def answered(
@@ -85,6 +89,8 @@ def answered(
     claims_dropped: int = 0,
     repaired: bool = False,
     degraded: Sequence[str] = (),
+    conflict: Conflict | None = None,
+    answer_span: AnswerSpan | None = None,
 ) -> GenerateResponse:
     return GenerateResponse(
         answer=cited.answer,
@@ -96,6 +102,8 @@ def answered(
         claims_dropped=claims_dropped,
         repaired=repaired,
         degraded=list(degraded),
+        conflict=conflict,
+        answer_span=answer_span,
     )
 
 

@@ -23,17 +23,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from rag_common.errors import DependencyFailed
 from rag_common.messages import LanguagePolicy
 from rag_common.schemas import GenerateRequest, GenerateResponse
+from rag_common.settings import EmbedderSettings
 from rag_generator.answer_assembly import AnswerPart, abstention, answered, cite
+from rag_generator.answer_kinds import preload as preload_answer_kinds
+from rag_generator.answer_span import MarkedSpan, answer_span
 from rag_generator.answerability import AnswerabilityFeatures, AnswerabilityGate, features_from_answer
 from rag_generator.claim_support import Claim, ClaimSupport
 from rag_generator.claim_writer import ClaimWriter
+from rag_generator.conflict_answer import conflict_of, sides_cited, with_disagreement
+from rag_generator.conflicts import DEFAULT_CONFLICT_DETECTOR, ConflictDetector, DetectedConflict
 from rag_generator.evidence import EvidenceUnit, build_evidence, evidence_index
 from rag_generator.extractive_answerer import ExtractiveAnswer, ExtractiveAnswerer
 from rag_generator.stream_events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent
@@ -61,6 +66,11 @@ class Assessment:
     extractive: ExtractiveAnswer
     features: AnswerabilityFeatures | None
     answerability: float | None
+    #: The question's language (the request's), and whether its sources disagree (``conflicts.py``).
+    language: str | None = None
+    conflict: DetectedConflict | None = None
+    #: The phrase of the best sentence that answers (``answer_span.py``), marked once that sentence is cited.
+    span: MarkedSpan | None = None
 
 
 class AnswerGenerator:
@@ -75,7 +85,10 @@ class AnswerGenerator:
         max_passages: int,
         max_passage_chars: int,
         language: LanguagePolicy,
+        embedder_covers: Callable[[str | None], bool] | None = None,
+        conflicts: ConflictDetector | None = DEFAULT_CONFLICT_DETECTOR,
     ) -> None:
+        """``conflicts``: None answers without looking for disagreeing sources."""
         if mode != "extractive" and writer is None:
             raise ValueError(f"mode {mode!r} needs an LLM (ClaimWriter)")
         self.mode = mode
@@ -86,6 +99,16 @@ class AnswerGenerator:
         self._max_passages = max_passages
         self._max_passage_chars = max_passage_chars
         self._language = language
+        # Whether the embedder was trained for a question's language (the gate's embedder_blind);
+        # None: EMBEDDER_LANGUAGES of the environment.
+        self._embedder_covers = embedder_covers or EmbedderSettings().covers
+        self._conflicts = conflicts
+
+    def warm_up(self) -> None:
+        """Read what answering would otherwise read on the first question: the sentence scorer's file
+        (ValueError, naming it, when unusable) and the answer-kind tables (about 2-3 s)."""
+        self._extractive.scorer  # noqa: B018 - the property reads and validates the file
+        preload_answer_kinds()
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         """The response; raises DependencyFailed only in ``generative`` mode when the LLM fails."""
@@ -126,7 +149,9 @@ class AnswerGenerator:
             return self._extracted(scored)
         assert self._writer is not None
         try:
-            draft = await self._writer.write(request.query, scored.units, request.history, request.language)
+            draft = await self._writer.write(
+                request.query, scored.units, request.history, request.language, conflict=scored.conflict
+            )
         except DependencyFailed as exc:
             if self.mode == "generative":
                 raise
@@ -149,22 +174,32 @@ class AnswerGenerator:
         extractive = await self._extractive.aanswer(
             request.query, units, query_vector=request.query_embedding, language=request.language
         )
-        features = answerability = None
+        features = answerability = conflict = span = None
         if extractive.best is not None:
+            span = answer_span(request.query, request.language, extractive.best.unit)
             retrieval_scores = [p.score for p in request.passages[: self._max_passages]]
-            features = features_from_answer(extractive, retrieval_scores)
+            features = features_from_answer(
+                extractive, retrieval_scores, embedder_covers_language=self._embedder_covers(request.language)
+            )
             if self._gate is not None:
                 answerability = round(self._gate.probability(features), 4)
-        return Assessment(units, extractive, features, answerability)
+            if self._conflicts is not None:
+                conflict = await asyncio.to_thread(
+                    self._conflicts.detect, request.query, request.language, extractive.candidates
+                )
+        return Assessment(units, extractive, features, answerability, request.language, conflict, span)
 
     def _extracted(self, scored: Assessment, degraded: str | None = None, *, repaired: bool = False) -> _Outcome:
-        cited = cite([AnswerPart(unit.text, [unit]) for unit in scored.extractive.sentences])
+        parts = [AnswerPart(unit.text, [unit]) for unit in scored.extractive.sentences]
+        cited = cite(with_disagreement(scored.conflict, parts, self._language.of_texts(scored.language)))
         response = answered(
             cited,
             "extractive",
             answerability=scored.answerability,
             repaired=repaired,
             degraded=[degraded] if degraded else [],
+            conflict=conflict_of(scored.conflict, cited) if scored.conflict else None,
+            answer_span=scored.span.cited(cited.numbers) if scored.span else None,
         )
         return _Outcome(response, cited.pieces)
 
@@ -208,7 +243,11 @@ class AnswerGenerator:
             )
             response = outcome.response.model_copy(update={"claims_dropped": dropped, "citation_precision": precision})
             return _Outcome(response, outcome.pieces)
-        cited = cite([AnswerPart(claim.text, [unit for unit in claim.evidence if isinstance(unit, EvidenceUnit)]) for claim in kept])
+        parts = [AnswerPart(claim.text, [unit for unit in claim.evidence if isinstance(unit, EvidenceUnit)]) for claim in kept]
+        conflict = scored.conflict
+        if conflict is not None and not sides_cited(conflict, (unit for part in parts for unit in part.evidence)):
+            parts = with_disagreement(conflict, parts, texts)  # claims citing one side only: say both
+        cited = cite(parts)
         response = answered(
             cited,
             "generative",
@@ -216,6 +255,8 @@ class AnswerGenerator:
             citation_precision=precision,
             claims_dropped=dropped,
             repaired=repaired,
+            conflict=conflict_of(conflict, cited) if conflict else None,
+            answer_span=scored.span.cited(cited.numbers) if scored.span else None,
         )
         return _Outcome(response, cited.pieces)
 

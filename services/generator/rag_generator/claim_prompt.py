@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from rag_common.languages import language as spoken_language
 from rag_common.schemas import HistoryTurn, Passage
+from rag_generator.conflicts import DetectedConflict
 from rag_generator.evidence import EvidenceUnit, build_evidence, render_evidence
 
 SYSTEM_INSTRUCTIONS = (
@@ -45,15 +46,21 @@ _EXAMPLE_REPLY = {
 
 
 def build_claim_messages(
-    question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn] = (), language: str | None = None
+    question: str,
+    units: Sequence[EvidenceUnit],
+    history: Sequence[HistoryTurn] = (),
+    language: str | None = None,
+    *,
+    conflict: DetectedConflict | None = None,
 ) -> list[BaseMessage]:
-    """The claims conversation; ``language``: the question's ISO 639-1 code when known, else None."""
+    """The claims conversation; ``language``: the question's ISO 639-1 code when known, else None;
+    ``conflict``: the sources' disagreement, noted before the question (:func:`conflict_note`)."""
     example_units = build_evidence(_EXAMPLE_PASSAGES, max_passages=2, max_passage_chars=400)
     return [
         SystemMessage(SYSTEM_INSTRUCTIONS + answer_language_instruction(language)),
         HumanMessage(_user_block(_EXAMPLE_QUESTION, example_units, ())),
         AIMessage(json.dumps(_EXAMPLE_REPLY)),
-        HumanMessage(_user_block(question, units, history)),
+        HumanMessage(_user_block(question, units, history, conflict_note(conflict))),
     ]
 
 
@@ -64,11 +71,22 @@ def answer_language_instruction(language: str | None) -> str:
     return f" Write the claims in {spoken_language(language).name.capitalize()}, the language of the question."
 
 
-def _user_block(question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn]) -> str:
+def conflict_note(conflict: DetectedConflict | None) -> str:
+    """``'Note: the sources disagree: 1.2 says "Facebook"; 2.1 says "Apple". Say so and cite both.'``
+    (``""`` without a conflict): a small model told nothing picks one side silently."""
+    if conflict is None:
+        return ""
+    sides = "; ".join(f'{side.units[0].id} says "{" ".join(side.value.split())}"' for side in conflict.sides)
+    return f"Note: the sources disagree: {sides}. Say that they disagree and cite each side."
+
+
+def _user_block(question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn], note: str = "") -> str:
     blocks = [f"Sources:\n{render_evidence(units)}"]
     if history:
         # The history arrives cut by the gateway (rag_common.history): shown as received.
         turns = "\n".join(f"User: {turn.question}\nAssistant: {turn.answer}" for turn in history)
         blocks.append(f"Conversation so far:\n{turns}")
+    if note:
+        blocks.append(note)
     blocks.append(f"Question: {question.strip()}")
     return "\n\n".join(blocks)

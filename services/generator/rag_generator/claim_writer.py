@@ -26,6 +26,7 @@ from rag_common.schemas import HistoryTurn
 from rag_generator.claim_prompt import build_claim_messages
 from rag_generator.claim_reply import ClaimReply, InvalidModelOutput, ReplyLimits
 from rag_generator.claim_schema import build_claim_schema
+from rag_generator.conflicts import DetectedConflict
 from rag_generator.evidence import EvidenceUnit
 from rag_generator.repair_prompt import build_repair_messages
 from rag_generator.structured_method import StructuredMethod, function_schema, rejects_json_schema
@@ -78,11 +79,17 @@ class ClaimWriter:
         self.structured_method: StructuredMethod = structured_method
 
     async def write(
-        self, question: str, units: Sequence[EvidenceUnit], history: Sequence[HistoryTurn], language: str | None = None
+        self,
+        question: str,
+        units: Sequence[EvidenceUnit],
+        history: Sequence[HistoryTurn],
+        language: str | None = None,
+        *,
+        conflict: DetectedConflict | None = None,
     ) -> Draft:
-        """The model's claims about ``units``, asked for in ``language`` (the question's; None: not said);
-        raises DependencyFailed if the LLM is down or too slow."""
-        messages = build_claim_messages(question, units, history, language)
+        """The model's claims about ``units``, asked for in ``language`` (the question's; None: not said),
+        told about ``conflict`` when the sources disagree; raises DependencyFailed if the LLM is down or too slow."""
+        messages = build_claim_messages(question, units, history, language, conflict=conflict)
         ids = [unit.id for unit in units]
         schema = build_claim_schema(ids, max_claims=self._max_claims, claim_max_chars=self._claim_max_chars)
         limits = ReplyLimits(self._max_claims, self._claim_max_chars, frozenset(ids))

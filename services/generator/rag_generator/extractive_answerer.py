@@ -1,14 +1,12 @@
 """Answer by quoting the best sentences of the passages: no LLM, so nothing to verify.
 
-Every candidate sentence gets a weighted sum of four features:
-
-- ``cosine``: query vs sentence embedding, the main relevance signal;
-- ``lexical``: share of the query's content words in the sentence; rewards the sentence that names
-  the exact entity asked about, which a small embedder tends to blur;
-- ``rank_prior``: ``1 / rank`` of the sentence's passage; the reranker already judged the passage as
-  a whole, and a sentence is too short to overturn that judgement on its own;
-- ``position_prior``: ``1 / index`` of the sentence in its passage; chunk-initial sentences tend to
-  state the topic, so they win near-ties.
+Every candidate sentence gets P(it answers the question) from the fitted sentence scorer
+(:mod:`rag_generator.sentence_scorer`, parameters in ``data/sentence_scorer.json``) over its
+features (:mod:`rag_generator.sentence_features`): relevance (query-sentence and query-passage
+cosine, the question's content words in it, its passage's rank and its position) and whether it
+answers (a value of the kind the question wants that the question does not already name; not a
+question, a heading or navigation; not another year or edition than the one asked). The score is that
+probability, in [0, 1], which the answerability gate reads.
 
 Each sentence is scored with its passage's title and section path before it (see ``sentence_context``).
 A sentence whose passage carries the retriever's stored vector for exactly that string
@@ -18,9 +16,10 @@ stored vectors, answering embeds only the question (and not even that with the s
 The answer is the best sentence plus up to two more (1-3 in all), kept verbatim and in passage
 order: first its contiguous neighbours in the same passage if they score within ``neighbour_margin``
 of the best (an answer often spans two adjacent sentences, and adjacent sentences read as one text),
-then other sentences only if within the tighter ``other_margin`` (sentences from elsewhere rarely
-read well together). Each returned sentence is an :class:`EvidenceUnit`, so the caller can cite it
-with offsets; all candidate scores are returned too, for the answerability gate.
+then other sentences only if within ``other_margin`` (sentences from elsewhere rarely read well
+together). Both margins are the scorer file's, chosen with it on its fit half. Each returned sentence
+is an :class:`EvidenceUnit`, so the caller can cite it with offsets; all candidate scores are
+returned too, for the answerability gate.
 """
 
 from __future__ import annotations
@@ -34,53 +33,39 @@ import numpy as np
 
 from rag_common.embedders.base import Embedder
 from rag_common.schemas import Passage
-from rag_common.content_words import content_words, coverage
 from rag_common.sentence_vectors import MIN_WORDS, encode_unknown, known_vectors, word_count
 from rag_common.sentence_vectors import sentence_context as context_of
 from rag_generator.evidence import EvidenceUnit, build_evidence, is_table_separator
+from rag_generator.sentence_features import AskedQuestion, SentenceFeatures, sentence_features
+from rag_generator.sentence_scorer import SentenceScorer, default_scorer
 
 if TYPE_CHECKING:
     from rag_generator.settings import GeneratorSettings
 
-__all__ = ["DEFAULT_WEIGHTS", "ExtractiveAnswer", "ExtractiveAnswerer", "FeatureWeights", "SentenceScore", "sentence_context"]
-
-
-@dataclass(frozen=True, slots=True)
-class FeatureWeights:
-    cosine: float
-    lexical: float
-    rank_prior: float
-    position_prior: float
-
-
-#: Cosine leads, the rest refine it. Summing to 1 keeps the score within [0, 1] (cosine is clipped at
-#: 0), which the answerability gate's features rely on. Measured on ClapNQ dev with all-MiniLM-L6-v2
-#: (``bench/generator_core_calibration.py``: share of answerable questions whose best sentence is an
-#: annotator-selected one): the landscape is flat, 0.61-0.71 on the fitting half over a 720-point
-#: grid, and these weights score 0.67 there and 0.75 on the held-out half, within noise of the
-#: best (cosine alone 0.70/0.70, lexical alone 0.61/0.65). Lexical keeps a real weight although
-#: ClapNQ does not reward it: its natural questions rarely hinge on an identifier such as
-#: ``rag:conversation:{id}``, the case lexical overlap exists for. Re-measure for another embedder.
-DEFAULT_WEIGHTS = FeatureWeights(cosine=0.6, lexical=0.2, rank_prior=0.15, position_prior=0.05)
+__all__ = ["ExtractiveAnswer", "ExtractiveAnswerer", "SentenceScore", "choose_sentences", "sentence_context"]
 
 
 @dataclass(frozen=True, slots=True)
 class SentenceScore:
     unit: EvidenceUnit
-    cosine: float
-    lexical: float
-    rank_prior: float
-    position_prior: float
+    #: What the scorer read (``sentence_features``), and its P(answers).
+    measured: SentenceFeatures
     score: float
 
+    @property
+    def cosine(self) -> float:
+        return self.measured.cosine
+
+    @property
+    def lexical(self) -> float:
+        return self.measured.lexical
+
+    @property
+    def rank_prior(self) -> float:
+        return self.measured.rank_prior
+
     def features(self) -> dict[str, float]:
-        return {
-            "cosine": self.cosine,
-            "lexical": self.lexical,
-            "rank_prior": self.rank_prior,
-            "position_prior": self.position_prior,
-            "score": self.score,
-        }
+        return {**self.measured.as_dict(), "score": self.score}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,30 +89,45 @@ class ExtractiveAnswerer:
         self,
         embedder: Embedder,
         *,
-        weights: FeatureWeights = DEFAULT_WEIGHTS,
+        scorer: SentenceScorer | None = None,
         max_sentences: int = 3,
-        neighbour_margin: float = 0.1,
-        other_margin: float = 0.03,
+        neighbour_margin: float | None = None,
+        other_margin: float | None = None,
         min_words: int = MIN_WORDS,
         max_passages: int,
         max_passage_chars: int,
     ) -> None:
         """``max_passages``, ``max_passage_chars``: the settings' (``of``, the one source of their
-        defaults); the rest are tuning constants no setting holds (``DEFAULT_WEIGHTS``: why these)."""
+        defaults); ``scorer``: the shipped one (``data/sentence_scorer.json``) unless given; the
+        margins: the scorer's unless given (benches, tests)."""
         if not 1 <= max_sentences <= 3:
             raise ValueError(f"max_sentences must be 1..3, got {max_sentences}")
         self._embedder = embedder
-        self.weights = weights
+        self._scorer = scorer
         self.max_sentences = max_sentences
-        self.neighbour_margin = neighbour_margin
-        self.other_margin = other_margin
+        self._neighbour_margin = neighbour_margin
+        self._other_margin = other_margin
         self.min_words = min_words
         self.max_passages = max_passages
         self.max_passage_chars = max_passage_chars
 
+    @property
+    def scorer(self) -> SentenceScorer:
+        """The given scorer, else the shipped one, read on first use (``candidate_features`` needs
+        none: the scorer is fitted on what it returns). Raises ValueError when the file is unusable."""
+        return self._scorer if self._scorer is not None else default_scorer()
+
+    @property
+    def neighbour_margin(self) -> float:
+        return self.scorer.neighbour_margin if self._neighbour_margin is None else self._neighbour_margin
+
+    @property
+    def other_margin(self) -> float:
+        return self.scorer.other_margin if self._other_margin is None else self._other_margin
+
     @classmethod
     def of(cls, settings: GeneratorSettings, embedder: Embedder, **tuning: Any) -> ExtractiveAnswerer:
-        """The answerer the settings configure; ``tuning``: weights, margins, sentences (benches, tests)."""
+        """The answerer the settings configure; ``tuning``: scorer, margins, sentences (benches, tests)."""
         return cls(
             embedder, max_passages=settings.max_passages, max_passage_chars=settings.max_passage_chars, **tuning
         )
@@ -155,10 +155,34 @@ class ExtractiveAnswerer:
         ``embedding`` spare the query and passage encodes: only the sentences are embedded then.
         ``language``: the query's (``GenerateRequest.language``), for its content words; a sentence's
         are read in its passage's language, or the query's when the passage does not say."""
+        candidates, passage_cosines = self.candidate_features(query, evidence, query_vector=query_vector, language=language)
+        if not candidates:
+            return ExtractiveAnswer("", (), (), {})
+        probabilities = self.scorer.probabilities(np.stack([features.vector() for _, features in candidates]))
+        scored = [SentenceScore(unit, features, float(p)) for (unit, features), p in zip(candidates, probabilities)]
+        ranked = sorted(scored, key=lambda s: (-s.score, s.unit.source, s.unit.index))
+        picked = choose_sentences(
+            [(s.score, s.unit.source, s.unit.index) for s in ranked],
+            max_sentences=self.max_sentences, neighbour_margin=self.neighbour_margin, other_margin=self.other_margin,
+        )
+        sentences = tuple(sorted((ranked[i].unit for i in picked), key=lambda u: (u.source, u.index)))
+        return ExtractiveAnswer(" ".join(u.text for u in sentences), sentences, tuple(ranked), passage_cosines)
+
+    def candidate_features(
+        self,
+        query: str,
+        evidence: Sequence[EvidenceUnit] | Sequence[Passage],
+        *,
+        query_vector: Sequence[float] | None = None,
+        language: str | None = None,
+    ) -> tuple[list[tuple[EvidenceUnit, SentenceFeatures]], dict[int, float]]:
+        """Every eligible sentence with its features (in evidence order), and the query's cosine with
+        each passage that has one, by source number: what :meth:`answer` scores, and what the scorer
+        is fitted on (``rag_eval.sentence_scorer_fitting``)."""
         units = self._units(evidence)
         eligible = [unit for unit in units if self._eligible(unit)]
         if not eligible:
-            return ExtractiveAnswer("", (), (), {})
+            return [], {}
         passages = _passages_by_source(eligible)
         # Three calls whatever the number of sentences: the query, all candidate sentences, all
         # passages. Passages get their own batch because a batch is padded to its longest text: mixed
@@ -180,16 +204,13 @@ class ExtractiveAnswerer:
         else:
             passage_vectors = self._embedder.encode_documents([p.text for p in passages.values()])
         passage_cosines = {source: float(c) for source, c in zip(passages, passage_vectors @ query_array)}
-        query_words = content_words(query, language)
-        scored = [
-            self._score(unit, float(cosine), query_words, ctx, language)
+        asked = AskedQuestion.of(query, language)
+        best_cosine = float(cosines.max())
+        return [
+            (unit, sentence_features(asked, unit, context=ctx, cosine=float(cosine), best_cosine=best_cosine,
+                                     passage_cosine=passage_cosines[unit.source]))
             for unit, cosine, ctx in zip(eligible, cosines, contexts)
-        ]
-        ranked = sorted(scored, key=lambda s: (-s.score, s.unit.source, s.unit.index))
-        chosen = self._select(ranked)
-        chosen.sort(key=lambda s: (s.unit.source, s.unit.index))
-        sentences = tuple(s.unit for s in chosen)
-        return ExtractiveAnswer(" ".join(u.text for u in sentences), sentences, tuple(ranked), passage_cosines)
+        ], passage_cosines
 
     def _units(self, evidence: Sequence[EvidenceUnit] | Sequence[Passage]) -> list[EvidenceUnit]:
         units = [item for item in evidence if isinstance(item, EvidenceUnit)]
@@ -203,39 +224,33 @@ class ExtractiveAnswerer:
     def _eligible(self, unit: EvidenceUnit) -> bool:
         return word_count(unit.text) >= self.min_words and not is_table_separator(unit.text)
 
-    def _score(
-        self, unit: EvidenceUnit, cosine: float, query_words: list[str], context: str, language: str | None
-    ) -> SentenceScore:
-        lexical = coverage(query_words, content_words(context + unit.text, unit.passage.language or language))
-        rank_prior, position_prior = 1.0 / unit.source, 1.0 / unit.index
-        w = self.weights
-        score = (
-            w.cosine * max(cosine, 0.0)
-            + w.lexical * lexical
-            + w.rank_prior * rank_prior
-            + w.position_prior * position_prior
-        )
-        return SentenceScore(unit, cosine, lexical, rank_prior, position_prior, score)
 
-    def _select(self, ranked: list[SentenceScore]) -> list[SentenceScore]:
-        best = ranked[0]
-        chosen = [best]
-        same_passage = {s.unit.index: s for s in ranked if s.unit.source == best.unit.source}
-        low = high = best.unit.index
-        while len(chosen) < self.max_sentences:
-            around = [s for s in (same_passage.get(low - 1), same_passage.get(high + 1)) if s is not None]
-            around = [s for s in around if s.score >= best.score - self.neighbour_margin]
-            if not around:
-                break
-            pick = max(around, key=lambda s: s.score)
-            chosen.append(pick)
-            low, high = min(low, pick.unit.index), max(high, pick.unit.index)
-        for s in ranked[1:]:
-            if len(chosen) >= self.max_sentences or s.score < best.score - self.other_margin:
-                break
-            if s not in chosen:
-                chosen.append(s)
-        return chosen
+def choose_sentences(
+    ranked: Sequence[tuple[float, int, int]], *, max_sentences: int, neighbour_margin: float, other_margin: float
+) -> list[int]:
+    """Positions in ``ranked`` (``(score, source, index)``, best first) of the 1-3 sentences of the
+    answer: the best, its contiguous neighbours within ``neighbour_margin`` of it, then others within
+    ``other_margin`` (module docstring). Empty when ``ranked`` is."""
+    if not ranked:
+        return []
+    best_score, best_source, best_index = ranked[0]
+    chosen = [0]
+    same_passage = {index: i for i, (_, source, index) in enumerate(ranked) if source == best_source}
+    low = high = best_index
+    while len(chosen) < max_sentences:
+        around = [i for i in (same_passage.get(low - 1), same_passage.get(high + 1)) if i is not None]
+        around = [i for i in around if ranked[i][0] >= best_score - neighbour_margin]
+        if not around:
+            break
+        pick = max(around, key=lambda i: ranked[i][0])
+        chosen.append(pick)
+        low, high = min(low, ranked[pick][2]), max(high, ranked[pick][2])
+    for i in range(1, len(ranked)):
+        if len(chosen) >= max_sentences or ranked[i][0] < best_score - other_margin:
+            break
+        if i not in chosen:
+            chosen.append(i)
+    return chosen
 
 
 def sentence_context(unit: EvidenceUnit) -> str:

@@ -113,4 +113,7 @@ async def open_runtime(
     gate = load_gate(settings)
     admission = llm_admission("generator", llm_settings) if settings.mode != "extractive" else None
     generator = build_answer_generator(settings, llm_settings, model, gate, admission)
+    # Read at start, not on the first question: a broken scorer file stops the service with its
+    # reason, and the answer-kind tables (CLDR names, cities: about 2-3 s) are built before traffic.
+    await asyncio.to_thread(generator.warm_up)
     yield GeneratorRuntime(generator, model, gate, llm_settings, admission)

@@ -43,7 +43,8 @@ class GeneratorSettings(ServiceSettings):
         ge=0.0,
         le=1.0,
         description="Abstain below this gate probability; None = the threshold calibrated into the gate file "
-        "(best abstention F1 on its datasets). The gate's probabilities depend on the corpus's domain (a "
+        "(its fitted_on.fit.threshold_rule: the best abstention F1 on its datasets abstaining on at most 10 % "
+        "of their answerable questions). The gate's probabilities depend on the corpus's domain (a "
         "technical corpus scores lower cosines than Wikipedia), so a deployment whose own labelled questions "
         "are not in the calibration may need its own operating point: lower answers more, higher abstains "
         "more. Default None.",

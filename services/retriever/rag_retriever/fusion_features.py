@@ -24,7 +24,7 @@ signals; :func:`feature_matrix` turns one query's candidates into a row per cand
 - ``section_neighbour`` / ``document_neighbour``: 1 when the chunk shares a section / a document with
   one of the first-pass top hits (other than itself).
 - ``dense_z_blind``, ``dense_rr_blind``: ``dense_z`` and ``dense_rr`` again when the embedder was not
-  trained for the query's language (``RETRIEVER_EMBEDDING_LANGUAGES``; an unknown language counts as
+  trained for the query's language (``EMBEDDER_LANGUAGES``; an unknown language counts as
   not), else 0: the model learns how much less a blind dense list is worth, one model for every language.
 
 ``FEATURE_GROUPS`` names which columns belong to one signal, for the drop-one-group ablation.

@@ -1,6 +1,6 @@
 """A query's language, and what it changes in a search: which lexical fields and analyzers the
 backend queries (``Searcher.search_bm25``'s ``language``) and how far hybrid fusion trusts the dense
-list (``RETRIEVER_EMBEDDING_LANGUAGES``).
+list (``EMBEDDER_LANGUAGES``).
 
 The caller may name the language (the gateway does, with the conversation's history to fall back
 on: ``SearchRequest.language``); otherwise it is identified here from the query alone. A language
@@ -14,36 +14,35 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from rag_common.languages import LanguageIdentifier, identify_query
-from rag_common.settings import LanguageSettings
+from rag_common.settings import EmbedderSettings, LanguageSettings
 from rag_retriever.backends.base import FusionSettings
 from rag_retriever.settings import RetrieverSettings
-
-#: ``RETRIEVER_EMBEDDING_LANGUAGES`` entry meaning "the embedder knows every language".
-EVERY_LANGUAGE = "*"
-
 
 @dataclass(frozen=True, slots=True)
 class QueryLanguages:
     """What the service needs to name a query's language and weigh its dense list; no defaults of its
-    own: ``of(settings, language_settings, identifier)``."""
+    own: ``of(settings, language_settings, embedder_settings, identifier)``."""
 
     identifier: LanguageIdentifier
     #: ``RAG_LANGUAGES``: the languages with a field (and analyzer) of their own in the index.
     analysed: tuple[str, ...]
-    #: ``RETRIEVER_EMBEDDING_LANGUAGES``; empty = every language.
-    embedded: frozenset[str]
+    #: ``EMBEDDER_LANGUAGES``: which languages the embedder was trained for.
+    embedder: EmbedderSettings
     dense_weight: float
     dense_weight_other_language: float
 
     @classmethod
     def of(
-        cls, settings: RetrieverSettings, languages: LanguageSettings, identifier: LanguageIdentifier
+        cls,
+        settings: RetrieverSettings,
+        languages: LanguageSettings,
+        embedder: EmbedderSettings,
+        identifier: LanguageIdentifier,
     ) -> QueryLanguages:
-        embedded = frozenset(settings.embedding_languages)
         return cls(
             identifier=identifier,
             analysed=tuple(languages.languages),
-            embedded=frozenset() if EVERY_LANGUAGE in embedded else embedded,
+            embedder=embedder,
             dense_weight=settings.hybrid_dense_weight,
             dense_weight_other_language=settings.hybrid_dense_weight_other_language,
         )
@@ -62,9 +61,7 @@ class QueryLanguages:
 
     def knows(self, language: str | None) -> bool:
         """Whether the embedder was trained for ``language`` (None: unknown, so not known to be)."""
-        if not self.embedded:
-            return True
-        return language is not None and language in self.embedded
+        return self.embedder.covers(language)
 
     def fusion_for(self, fusion: FusionSettings, language: str | None) -> FusionSettings:
         """``fusion`` (the configured one) with the dense weight for a query in ``language``."""

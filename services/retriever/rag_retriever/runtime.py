@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rag_common.embedders import Embedder
 from rag_common.embedders.factory import build_embedder as build_configured_embedder
 from rag_common.languages import identifier_of
-from rag_common.settings import LanguageSettings
+from rag_common.settings import EmbedderSettings, LanguageSettings
 from rag_retriever.backends.base import (
     FusionCandidateSource,
     FusionSettings,
@@ -180,7 +180,7 @@ async def open_runtime(
     learned = load_fusion_model(settings)  # before the slow parts: a bad file stops the start at once
     language_settings = LanguageSettings()
     identifier = identifier_of(language_settings)
-    languages = QueryLanguages.of(settings, language_settings, identifier)
+    languages = QueryLanguages.of(settings, language_settings, EmbedderSettings(), identifier)
     digest = content_digest(settings)
     model = embedder or build_embedder(settings)
     await asyncio.to_thread(model.warm_up)

@@ -41,13 +41,6 @@ class RetrieverSettings(ServiceSettings):
         default="all-MiniLM-L6-v2",
         description="Bi-encoder: a packaged model name, a local directory or a cached HF id. Default all-MiniLM-L6-v2.",
     )
-    embedding_languages: list[str] = Field(
-        default_factory=lambda: ["en"],
-        description="Languages the embedding model was trained for (ISO 639-1, JSON list; [\"*\"] = every language, "
-        "for a multilingual model such as paraphrase-multilingual-MiniLM-L12-v2 or bge-m3: docs/multilingual-models.md). "
-        "A query in another language is a blind spot of the dense list, so hybrid fusion trusts it less "
-        "(hybrid_dense_weight_other_language). Default [\"en\"]: the default model, all-MiniLM-L6-v2, is English only.",
-    )
     device: str | None = Field(
         default=None, description="Torch device of the embedder (cpu, cuda, mps). Default None (auto)."
     )
@@ -163,13 +156,15 @@ class RetrieverSettings(ServiceSettings):
             "candidate of the min-max first pass plus the second hop's and PageRank's additions from their "
             "dense, BM25, rank, hybrid, hop, PageRank, entity-overlap and section features, so the graph signals "
             "count where they help; costs the second hop's BM25 searches (and a PageRank when the model reads it) "
-            "per hybrid search (about 2 ms), and the graph_ppr / graph_second_hop switches no longer apply to hybrid. "
-            "Default min_max. learned measured better held out only on multi-hop HotpotQA (k-fold by question: "
-            "coverage@5 0.63 -> 0.84, nDCG@10 0.835 -> 0.879), within noise on ClapNQ, MTRAG-UN and Vaswani with "
-            "negative point estimates when the dataset was held out, and on the demo corpus it ranked the chunk "
-            "that answers the README's question 9th (docs/evaluation.md, 'Learned fusion'); turn it on for "
-            "multi-hop, entity-centric corpora, after measuring it (ragctl eval --run hybrid --run hybrid:learned) "
-            "or retraining it on your data (ragctl train-fusion)."
+            "per hybrid search, and the graph_ppr / graph_second_hop switches no longer apply to hybrid. "
+            "Default min_max: chosen by measurement across datasets and languages (issue 31). The shipped learned "
+            "model, retrained on the four English sets and XQuAD en/ro/de/es, is better held out only on multi-hop "
+            "HotpotQA (nDCG@10 +0.044, pooled k-fold by question), within noise on ClapNQ, MTRAG-UN and Vaswani, "
+            "and significantly below min_max on XQuAD en, ro and es (-0.004 to -0.009), in a new language too "
+            "(leave one language out); on the demo corpus it ranks the README answer 3rd (min_max: 1st), and it "
+            "added 14-25 ms p50 per search on a loaded machine (docs/evaluation.md, 'Learned fusion'). Turn it "
+            "on for multi-hop, entity-centric corpora after measuring it (ragctl eval --run hybrid --run "
+            "hybrid:learned) or retraining it on your data (ragctl train-fusion)."
         ),
     )
     fusion_model: str | None = Field(
@@ -178,7 +173,7 @@ class RetrieverSettings(ServiceSettings):
             "Parameter file of learned fusion (JSON, written by ragctl train-fusion; read only when "
             "hybrid_normalization=learned). A missing file, another schema version or a feature this retriever "
             "does not compute stops the retriever at start with the reason. Default None: the model shipped in "
-            "rag_retriever/data/fusion_model.json, trained on the four evaluation datasets."
+            "rag_retriever/data/fusion_model.json, trained on the four English evaluation sets and XQuAD en/ro/de/es (docs/evaluation.md)."
         ),
     )
     hybrid_dense_weight: float = Field(
@@ -189,7 +184,7 @@ class RetrieverSettings(ServiceSettings):
     )
     hybrid_dense_weight_other_language: float = Field(
         default=0.25, ge=0.0, le=1.0, description="Weight of the dense list in min_max fusion (and the first pass of "
-        "learned fusion) for a query whose language is not one of embedding_languages, or cannot be told: the "
+        "learned fusion) for a query whose language is not one of EMBEDDER_LANGUAGES, or cannot be told: the "
         "embedder then matches by shared tokens (names, numbers) more than by meaning, and at 0.5 its list dragged "
         "Romanian hybrid below Romanian BM25 on XQuAD. 0.25 was chosen on two of XQuAD's ro, de, es and scored on "
         "the third, in turn (chosen twice, 0.2 once; docs/languages.md). Default 0.25.",
@@ -343,15 +338,6 @@ class RetrieverSettings(ServiceSettings):
         if self.hybrid_normalization == "z_score" and self.backend != "opensearch":
             raise ValueError("hybrid_normalization z_score needs backend opensearch (the embedded backend has min_max, rrf)")
         return self
-
-    @field_validator("embedding_languages")
-    @classmethod
-    def _language_codes(cls, codes: list[str]) -> list[str]:
-        # Any ISO 639-1 code (a model may know languages this product does not analyse), or "*".
-        wrong = [code for code in codes if code != "*" and not (len(code) == 2 and code.isalpha() and code.islower())]
-        if wrong or not codes:
-            raise ValueError(f"embedding_languages wants ISO 639-1 codes (e.g. [\"en\", \"ro\"]) or [\"*\"], got {codes}")
-        return codes
 
     @model_validator(mode="after")
     def learned_needs_embedded(self) -> RetrieverSettings:

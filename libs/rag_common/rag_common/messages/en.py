@@ -33,4 +33,7 @@ MESSAGES: dict[str, str] = {
     "source_page": "page {page}",
     # A streamed answer the generator revised after streaming (the verified one follows this line).
     "verified_answer": "Verified answer:",
+    # The answer's lead-in when the sources give different values of what was asked; each value and its
+    # citations follow ("The sources disagree: Facebook [1]; Apple [2].").
+    "sources_disagree": "The sources disagree:",
 }

@@ -24,4 +24,5 @@ MESSAGES: dict[str, str] = {
     "sources_header": "Surse:",
     "source_page": "pagina {page}",
     "verified_answer": "Răspuns verificat:",
+    "sources_disagree": "Sursele nu sunt de acord:",
 }

@@ -14,6 +14,21 @@ export interface Citation {
   section_path: string[];
 }
 
+/** The phrase that answers: ``quote.slice(start, end) === text`` of the citation numbered ``citation``. */
+export interface AnswerSpan {
+  citation: number;
+  start: number;
+  end: number;
+  text: string;
+  kind: string;
+}
+
+/** The sources' disagreement: each value as a source words it, with the citations that state it. */
+export interface Conflict {
+  kind: string;
+  values: { value: string; citations: number[] }[];
+}
+
 export interface ChatResponse {
   conversation_id: string;
   answer: string;
@@ -29,6 +44,8 @@ export interface ChatResponse {
   answer_mode: string | null;
   answerability: number | null;
   claims_dropped: number;
+  answer_span?: AnswerSpan | null;
+  conflict?: Conflict | null;
 }
 
 export interface Turn {
@@ -40,6 +57,8 @@ export interface Turn {
   intent: string;
   created_at: number;
   language?: string | null;
+  answer_span?: AnswerSpan | null;
+  conflict?: Conflict | null;
 }
 
 export interface ConversationSummary {

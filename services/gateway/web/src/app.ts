@@ -3,10 +3,11 @@
 // server or a document says is never parsed as markup.
 
 import { Api, ApiError } from "./api.js";
-import type { AuthConfig, ChatResponse, Citation, ConversationSummary, Rating } from "./api.js";
+import type { AnswerSpan, AuthConfig, ChatResponse, Citation, ConversationSummary, Rating } from "./api.js";
 import { finishOidc, forgetToken, startOidc, storeToken, storedToken } from "./auth.js";
 import { LocalisedError, format, localise, startLocale, text, verbatim } from "./i18n.js";
 import type { Localisable, LocalisedAttribute, Text } from "./i18n.js";
+import { conflictNotice, markPhrase, quoteParts, sentenceParts, spanIn } from "./evidence.js";
 import { abstentionText, degradedText, fileSummary } from "./wording.js";
 
 function $(id: string): HTMLElement {
@@ -249,7 +250,8 @@ class App {
         question = el("div", { className: "message user", text: turn.message, attrs: turn.language ? { lang: turn.language } : {} });
         bubble = el("div", { className: "message assistant" });
         messages.append(question, bubble);
-        this.renderAnswer(bubble, { answer: turn.answer, citations: turn.citations, abstained: turn.abstained, language: turn.language ?? null }, index);
+        const { answer, citations, abstained, answer_span, conflict } = turn;
+        this.renderAnswer(bubble, { answer, citations, abstained, answer_span, conflict, language: turn.language ?? null }, index);
       }
       this.closeSource();
       this.markCurrent();
@@ -348,6 +350,9 @@ class App {
     bubble.classList.remove("streaming");
     bubble.removeAttribute("aria-busy");
     const byId = new Map(response.citations.map((c) => [c.id, c]));
+    // Every way to a citation opens it with the phrase that answers marked, when it holds that phrase.
+    const cite = (citation: Citation, label: string | (Node | string)[]) =>
+      this.citeButton(citation, label, spanIn(citation, response.answer_span));
     // In the question's language when the service says which (for screen readers); the chrome around it
     // stays in the page's.
     const answer = el("div", { className: "answer", attrs: response.language ? { lang: response.language } : {} });
@@ -356,10 +361,17 @@ class App {
     for (const part of parts) {
       const match = /^\[(\d+)\]$/.exec(part);
       const citation = match ? byId.get(Number(match[1])) : undefined;
-      if (citation) answer.append(this.citeButton(citation, part));
+      if (citation) answer.append(cite(citation, part));
       else if (part) answer.append(part);
     }
+    if (response.answer_span) markPhrase(answer, response.answer_span.text);
     const children: Node[] = [answer];
+    if (response.conflict) {
+      children.unshift(conflictNotice(response.conflict, (id) => {
+        const citation = byId.get(id);
+        return citation ? cite(citation, `[${id}]`) : null;
+      }));
+    }
     const conversationId = this.conversationId;
     if (response.abstained) {
       const reason = abstentionText(response.abstain_reason ?? "", response.answerability ?? null, response.intent ?? "rag");
@@ -376,9 +388,10 @@ class App {
     if (response.citations.length > 0) {
       const sources = el("ol", { className: "sources", msgAttrs: { "aria-label": "sources" } });
       for (const citation of response.citations) {
-        const quote = citation.quote.length > 90 ? `${citation.quote.slice(0, 89).trimEnd()}…` : citation.quote;
+        const quote = citation.quote;
+        const label = quote ? ["“", ...quoteParts(quote, spanIn(citation, response.answer_span)), "”"] : whereOf(citation);
         const item = el("li", { attrs: { value: String(citation.id) } },
-          this.citeButton(citation, quote ? `“${quote}”` : whereOf(citation)),
+          cite(citation, label),
           el("span", { className: "where" }, ...(quote ? [" ", ...whereOf(citation)] : [])));
         sources.append(item);
       }
@@ -392,7 +405,7 @@ class App {
     bubble.replaceChildren(...children);
   }
 
-  private citeButton(citation: Citation, label: string | (Node | string)[]): HTMLButtonElement {
+  private citeButton(citation: Citation, label: string | (Node | string)[], span: AnswerSpan | null = null): HTMLButtonElement {
     const isMarker = typeof label === "string" && /^\[\d+\]$/.test(label);
     const button = el("button", {
       className: isMarker ? "cite" : "source-link",
@@ -400,13 +413,13 @@ class App {
       msgAttrs: { "aria-label": text("citeLabel", { id: String(citation.id), title: citation.title || citation.source }) },
     }, ...(typeof label === "string" ? [label] : label));
     const conversationId = this.conversationId;
-    button.addEventListener("click", () => void this.openSource(conversationId, citation));
+    button.addEventListener("click", () => void this.openSource(conversationId, citation, span));
     return button;
   }
 
   // ------------------------------------------------------------------ sources
 
-  private async openSource(conversationId: string | null, citation: Citation): Promise<void> {
+  private async openSource(conversationId: string | null, citation: Citation, span: AnswerSpan | null): Promise<void> {
     const panel = $("source-panel");
     const meta = $("source-meta");
     const body = $("source-text");
@@ -426,7 +439,7 @@ class App {
       const source = await this.api.source(conversationId, citation.chunk_id);
       const { start, end } = citation;
       if (start != null && end != null && end <= source.text.length && start < end) {
-        const mark = el("mark", { text: source.text.slice(start, end), attrs: { id: "cited-sentence" } });
+        const mark = el("mark", { attrs: { id: "cited-sentence" } }, ...sentenceParts(source.text.slice(start, end), span));
         body.replaceChildren(source.text.slice(0, start), mark, source.text.slice(end));
         mark.scrollIntoView({ block: "center" });
       } else {

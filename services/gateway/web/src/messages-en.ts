@@ -97,6 +97,9 @@ export const en = {
   answerExtractive: "Answer quoted from the sources.",
   answerGenerative: "Answer written from the sources and checked.",
   citeLabel: "Source {id}: {title}",
+  sourcesDisagree: "The sources disagree:",
+  conflictValues: "What each source says",
+  answerPhrase: "The phrase that answers",
 
   // the source panel
   source: "Source",

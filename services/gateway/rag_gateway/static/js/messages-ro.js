@@ -76,6 +76,9 @@ export const ro = {
     answerExtractive: "Răspuns citat din surse.",
     answerGenerative: "Răspuns scris pe baza surselor și verificat.",
     citeLabel: "Sursa {id}: {title}",
+    sourcesDisagree: "Sursele nu sunt de acord:",
+    conflictValues: "Ce spune fiecare sursă",
+    answerPhrase: "Fragmentul care răspunde",
     // the source panel
     source: "Sursă",
     closeSource: "Închide sursa",

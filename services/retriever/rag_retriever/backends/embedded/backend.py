@@ -21,7 +21,6 @@ from rag_common.schemas import DocumentInfo, SentenceVectors
 from rag_retriever.backends.base import AccessFilter, Filters, FusionCandidates, FusionSettings, GraphOptions, HnswParams
 from rag_retriever.backends.embedded.index import EmbeddedIndex
 from rag_retriever.backends.embedded.prepared_write import PreparedWrite
-from rag_retriever.fusion import candidates_per_list
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
 
@@ -128,17 +127,12 @@ class EmbeddedBackend:
         self, query: str, vector: np.ndarray, k: int, filters: Filters | None, access: AccessFilter | None,
         *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float, language: str | None = None,
     ) -> FusionCandidates:
-        """Learned fusion's candidates: the two lists hybrid search fuses (same depth, searched
-        concurrently, access inside each; BM25 analysed for ``language``), then the graph's additions
-        and every candidate's signals."""
-        candidates = candidates_per_list(k)
-        dense, bm25 = await asyncio.gather(
-            self.search_dense(vector, candidates, filters, access=access, with_vectors=with_vectors),
-            self.search_bm25(query, candidates, filters, access=access, with_vectors=with_vectors, language=language),
-        )
+        """Learned fusion's candidates: the two lists hybrid search fuses (same depth, access inside
+        each; BM25 analysed for ``language``), then the graph's additions and every candidate's
+        signals; one thread hop, as ``search_hybrid``."""
         return await asyncio.to_thread(
-            self.index.fusion_candidates, query, dense, bm25, k, filters, access,
-            with_vectors=with_vectors, ppr=ppr, options=options, dense_weight=dense_weight,
+            self.index.fusion_candidates, query, vector, k, filters, access,
+            with_vectors=with_vectors, ppr=ppr, options=options, dense_weight=dense_weight, language=language,
         )
 
     async def list_documents(

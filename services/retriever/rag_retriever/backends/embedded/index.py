@@ -42,7 +42,8 @@ from rag_retriever.backends.embedded.search import IndexSearch
 from rag_retriever.backends.embedded.text_index import TextIndex, all_hits, record, scored
 from rag_retriever.backends.embedded.vector_graph import SWEEP_PAUSE_S, VectorGraph
 from rag_retriever.entity_graph import ChunkNode, EntityGraph
-from rag_retriever.fusion_candidates import fusion_candidates
+from rag_retriever.fusion import candidates_per_list, min_max_scores
+from rag_retriever.fusion_candidates import FirstPass, fusion_candidates
 from rag_retriever.graph_retrieval import graph_search
 from rag_retriever.records import ChunkRecord, ScoredChunk
 
@@ -409,14 +410,23 @@ class EmbeddedIndex:
                                 options=options)
 
     def fusion_candidates(
-        self, query: str, dense: list[ScoredChunk], bm25: list[ScoredChunk], k: int, filters: Filters | None,
-        access: AccessFilter | None, *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float,
+        self, query: str, vector: np.ndarray, k: int, filters: Filters | None, access: AccessFilter | None,
+        *, with_vectors: bool, ppr: bool, options: GraphOptions, dense_weight: float, language: str | None = None,
     ) -> FusionCandidates:
-        """Learned fusion's candidates and their signals (``rag_retriever.fusion_candidates``)."""
+        """Learned fusion's candidates and their signals (``rag_retriever.fusion_candidates``): the two
+        lists min-max hybrid fuses (BM25 analysed for ``language``), fused by label, and only the
+        best ``k``'s documents read (``IndexSearch.lists``, ``best_documents``)."""
         with self._lock:
             self._ensure_open()
-            return fusion_candidates(self, query, dense, bm25, k, filters, access, with_vectors=with_vectors,
-                                     ppr=ppr, options=options, dense_weight=dense_weight)
+            searcher = self._text.index.searcher()
+            text_query = self._text.bm25_query(searcher, query, filters, access, language)
+            lists = self._search.lists(searcher, text_query, vector, candidates_per_list(k), filters, access,
+                                       pending=self._pending is not None)
+            fused = min_max_scores(lists.dense, lists.bm25, dense_weight)
+            read = {label: self._scored(document, fused[label], with_vectors)
+                    for label, document in self._search.best_documents(searcher, fused, k, lists.address_of).items()}
+            return fusion_candidates(self, query, FirstPass(lists.dense, lists.bm25, fused, read), k, filters, access,
+                                     with_vectors=with_vectors, ppr=ppr, options=options)
 
     # ------------------------------------------------------------------ consistency and repair
 

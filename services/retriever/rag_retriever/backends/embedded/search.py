@@ -8,6 +8,7 @@ around every call here.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 import numpy as np
 import tantivy
@@ -21,6 +22,16 @@ from rag_retriever.fusion import candidates_per_list, min_max_scores, rrf_scores
 
 #: A stored chunk's document and its score.
 Found = tuple[tantivy.Document, float]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelLists:
+    """A query's dense and BM25 lists as ``(label, score)``, best first, before any document is read;
+    ``address_of``: the BM25 hits' document addresses."""
+
+    dense: list[tuple[int, float]]
+    bm25: list[tuple[int, float]]
+    address_of: dict[int, tantivy.DocAddress]
 
 
 class IndexSearch:
@@ -77,19 +88,35 @@ class IndexSearch:
         sentence vectors) is most of a list's cost, and fusion keeps ``k`` of ``2 *
         candidates_per_list(k)``. Every label tied with the ``k``-th is read, so the caller can break
         ties by chunk id as ``min_max_fusion`` / ``rrf_fusion`` do."""
-        candidates = candidates_per_list(k)
-        labels, scores = self._dense_labels(searcher, vector, candidates, filters, access, pending=pending)
-        bm25 = searcher.search(text_query, limit=candidates).hits if text_query is not None else []
+        lists = self.lists(searcher, text_query, vector, candidates_per_list(k), filters, access, pending=pending)
+        if fusion.method == "rrf":
+            fused = rrf_scores(lists.dense, lists.bm25, fusion.rank_constant)
+        else:
+            fused = min_max_scores(lists.dense, lists.bm25, fusion.dense_weight)
+        documents = self.best_documents(searcher, fused, k, lists.address_of)
+        return [(document, fused[label]) for label, document in documents.items()]
+
+    def lists(
+        self, searcher: tantivy.Searcher, text_query: tantivy.Query | None, vector: np.ndarray, depth: int,
+        filters: Filters | None, access: AccessFilter | None, *, pending: bool,
+    ) -> LabelLists:
+        """The dense and BM25 lists of ``depth`` hits each, as labels and scores (no document read)."""
+        labels, scores = self._dense_labels(searcher, vector, depth, filters, access, pending=pending)
+        bm25 = searcher.search(text_query, limit=depth).hits if text_query is not None else []
         addresses = [address for _, address in bm25]
         bm25_labels = [int(label) for label in searcher.fast_field_values("label", addresses)] if addresses else []
-        dense_list = list(zip(labels, scores, strict=True))
-        bm25_list = [(label, float(score)) for label, (score, _) in zip(bm25_labels, bm25, strict=True)]
-        if fusion.method == "rrf":
-            fused = rrf_scores(dense_list, bm25_list, fusion.rank_constant)
-        else:
-            fused = min_max_scores(dense_list, bm25_list, fusion.dense_weight)
+        return LabelLists(
+            list(zip(labels, scores, strict=True)),
+            [(label, float(score)) for label, (score, _) in zip(bm25_labels, bm25, strict=True)],
+            dict(zip(bm25_labels, addresses, strict=True)),
+        )
+
+    def best_documents(
+        self, searcher: tantivy.Searcher, fused: dict[int, float], k: int, address_of: dict[int, tantivy.DocAddress]
+    ) -> dict[int, tantivy.Document]:
+        """The documents of the best ``k`` labels of ``fused`` and of every label tied with the ``k``-th
+        (``address_of``: the ones BM25 found, read by address; the others looked up by label)."""
         ranked = sorted(fused, key=lambda label: -fused[label])
-        address_of = dict(zip(bm25_labels, addresses, strict=True))
         documents: dict[int, tantivy.Document] = {}
         start = 0
         # Normally one round: the top k and their ties. More only if a label has no document.
@@ -101,7 +128,7 @@ class IndexSearch:
             documents.update((label, searcher.doc(address_of[label])) for label in chosen if label in address_of)
             documents.update(self._text.documents_by_label(searcher, [label for label in chosen if label not in address_of]))
             start = stop
-        return [(document, fused[label]) for label, document in documents.items()]
+        return documents
 
     def restricted_labels_query(
         self, labels: Collection[int], filters: Filters | None, access: AccessFilter | None
