@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rag_common.schemas import GenerateRequest, Passage
-from rag_generator.answer_span import answer_span
+from rag_generator.answer_span import answer_span, best_span
 from rag_generator.evidence import build_evidence
 from rag_generator.extractive_answerer import ExtractiveAnswerer, choose_sentences
 from rag_generator.sentence_features import FEATURE_NAMES, AskedQuestion, sentence_features
@@ -146,6 +146,17 @@ def test_the_answer_span_marks_the_winner_with_offsets_in_the_sentence(language:
     assert span is not None and span.citation == 2 and span.kind == "person"
     assert unit.text[span.start : span.end] == span.text == "Simona Halep"
     assert marked.cited({}) is None  # not cited: nothing to mark
+
+
+def test_a_where_question_marks_a_place_never_an_acronym() -> None:
+    # The demo's question: "JSON" is typed an organisation, which the scorer's feature accepts for "where",
+    # but a marked phrase is shown as the answer, so only a place may be marked.
+    where = AskedQuestion.of("Where are conversations stored?", "en")
+    stored = "Conversations are stored in Redis, one list per conversation: the key holds the Turn JSON (message, answer)."
+    assert best_span(where, stored, "en") is None
+    headquarters = AskedQuestion.of("Where is the headquarters of the company?", "en")
+    span = best_span(headquarters, "The company, known as ACME, has its headquarters in Paris since 1990.", "en")
+    assert span is not None and span.text == "Paris"
 
 
 def test_no_span_for_a_question_whose_kind_no_span_has() -> None:

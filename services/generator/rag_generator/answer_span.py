@@ -35,9 +35,24 @@ _WIRE_KIND = {
 }
 
 
+#: The kinds a *marked* phrase may be, by the kind asked: narrower than the scorer's feature
+#: (``sentence_features.accepted_kinds``, where an organisation may answer "where"), because a marked
+#: phrase is shown as the answer. "Where are conversations stored?" must not mark the acronym "JSON"
+#: (typed an organisation) in "... stored in Redis ... holds the Turn JSON". Names stay interchangeable
+#: between person and organisation: the rules often cannot tell a company from a person.
+_MARKABLE: dict[AnswerKind, frozenset[AnswerKind]] = {
+    AnswerKind.PERSON: frozenset({AnswerKind.PERSON, AnswerKind.ORGANISATION}),
+    AnswerKind.ORGANISATION: frozenset({AnswerKind.ORGANISATION, AnswerKind.PERSON}),
+    AnswerKind.PLACE: frozenset({AnswerKind.PLACE}),
+    AnswerKind.DATE: frozenset({AnswerKind.DATE}),
+    AnswerKind.NUMBER: frozenset({AnswerKind.NUMBER}),
+}
+
+
 def best_span(asked: AskedQuestion, sentence: str, language: str | None) -> ValueSpan | None:
     """The span of ``sentence`` that best answers ``asked`` (module docstring), or None."""
-    candidates = answering_spans(asked, value_spans(sentence, language))
+    markable = _MARKABLE.get(asked.wanted, frozenset())
+    candidates = [s for s in answering_spans(asked, value_spans(sentence, language)) if s.kind in markable]
     if not candidates:
         return None
     wanted = set(asked.words)
